@@ -1,0 +1,69 @@
+package localsandbox
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/aibuddy/aibuddy/sandbox"
+)
+
+// Options configures a local sandbox. A nil *Options means the defaults.
+type Options struct {
+	// Shell runs commands as Shell -c COMMAND. Default "/bin/sh"; "bash" when
+	// found on PATH is a common choice.
+	Shell string
+}
+
+// Sandbox is a sandbox.Sandbox rooted at a local folder.
+type Sandbox struct {
+	dir  string   // absolute, symlinks resolved
+	root *os.Root // all file access goes through this handle
+	opts Options
+}
+
+var _ sandbox.Sandbox = (*Sandbox)(nil)
+
+// New opens a sandbox rooted at dir, which must be an existing directory.
+// The root is resolved once (symlinks in dir itself are followed here, so a
+// workspace may live behind a link); everything below it is confined.
+func New(dir string, opts *Options) (*Sandbox, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("localsandbox: workspace %q: %w", dir, err)
+	}
+	abs, err = filepath.EvalSymlinks(abs)
+	if err != nil {
+		return nil, fmt.Errorf("localsandbox: workspace %q: %w", dir, err)
+	}
+	root, err := os.OpenRoot(abs)
+	if err != nil {
+		return nil, fmt.Errorf("localsandbox: workspace %q: %w", dir, err)
+	}
+	s := &Sandbox{dir: abs, root: root}
+	if opts != nil {
+		s.opts = *opts
+	}
+	if s.opts.Shell == "" {
+		s.opts.Shell = "/bin/sh"
+	}
+	return s, nil
+}
+
+// Kind is sandbox.KindLocal.
+func (s *Sandbox) Kind() sandbox.Kind { return sandbox.KindLocal }
+
+// Workspace is the absolute path of the root folder.
+func (s *Sandbox) Workspace() string { return s.dir }
+
+// Supports reports true for every operation.
+func (s *Sandbox) Supports(op sandbox.Op) bool {
+	switch op {
+	case sandbox.OpList, sandbox.OpRead, sandbox.OpWrite, sandbox.OpEdit, sandbox.OpSearch, sandbox.OpExec:
+		return true
+	}
+	return false
+}
+
+// Close releases the root handle.
+func (s *Sandbox) Close() error { return s.root.Close() }

@@ -1,0 +1,18 @@
+// Package tool is the tool contract of aibuddy: defining a tool (the seed's
+// defineTool), calling it, and the failure stages every error is attributed to.
+//
+// A tool is defined once with [Define], which compiles its input schema with a
+// real JSON Schema implementation (github.com/google/jsonschema-go, the one the
+// MCP Go SDK uses). Definition fails when the schema cannot be resolved
+// locally (a remote $ref), when its top level is not `"type": "object"`, or
+// when the name does not fit the providers' rules. Every call's raw JSON input
+// is validated against the compiled schema before the handler runs; a bad
+// input becomes a Parameters-stage error [Result] naming the field and what
+// was expected.
+//
+// A tool's failure is a [Result] with IsError set, a [Stage] and a next step
+// the model can act on; a Go error from this package means the plane itself
+// failed. Stages come from the seed (tools-and-execution.md, "A successful
+// response still requires effect verification"): Discovery, Parameters,
+// Authorization, Execution, Projection, Verification.
+package tool
