@@ -158,9 +158,16 @@ func Compile(raw json.RawMessage) (*jsonschema.Resolved, string, error) {
 	if ref := firstRemoteRef(generic, false); ref != "" {
 		return nil, "$ref", fmt.Errorf("%q is not local; only references inside the schema (#/$defs/...) resolve without network access", ref)
 	}
+	if bad := firstBadType(generic, false); bad != "" {
+		return nil, "type", fmt.Errorf("%s is not a JSON Schema type (want one of array, boolean, integer, null, number, object, string)", bad)
+	}
 	r, err := s.Resolve(&jsonschema.ResolveOptions{ValidateDefaults: true})
 	if err != nil {
-		return nil, keywordOf(err.Error(), "inputSchema"), fmt.Errorf("does not resolve: %w", err)
+		kw := keywordOf(err.Error(), "inputSchema")
+		if strings.Contains(err.Error(), "JSON Pointer") || strings.Contains(err.Error(), "anchor") {
+			kw = "$ref"
+		}
+		return nil, kw, fmt.Errorf("does not resolve: %w", err)
 	}
 	return r, "", nil
 }
@@ -196,6 +203,51 @@ func firstRemoteRef(v any, named bool) string {
 	case []any:
 		for _, sub := range v {
 			if r := firstRemoteRef(sub, false); r != "" {
+				return r
+			}
+		}
+	}
+	return ""
+}
+
+var jsonTypes = map[string]bool{"array": true, "boolean": true, "integer": true, "null": true,
+	"number": true, "object": true, "string": true}
+
+// firstBadType returns the first "type" value anywhere in the schema that is
+// not a JSON Schema type name (quoted), or "".
+func firstBadType(v any, named bool) string {
+	switch v := v.(type) {
+	case map[string]any:
+		if !named {
+			switch t := v["type"].(type) {
+			case string:
+				if !jsonTypes[t] {
+					return fmt.Sprintf("%q", t)
+				}
+			case []any:
+				for _, e := range t {
+					if s, ok := e.(string); !ok || !jsonTypes[s] {
+						return fmt.Sprintf("%v", e)
+					}
+				}
+			}
+		}
+		for k, sub := range v {
+			if !named {
+				switch k {
+				case "const", "default", "enum", "examples", "type":
+					continue
+				}
+			}
+			isMap := !named && (k == "properties" || k == "patternProperties" || k == "$defs" ||
+				k == "definitions" || k == "dependentSchemas")
+			if r := firstBadType(sub, isMap); r != "" {
+				return r
+			}
+		}
+	case []any:
+		for _, sub := range v {
+			if r := firstBadType(sub, false); r != "" {
 				return r
 			}
 		}
@@ -312,22 +364,49 @@ var validatingRE = regexp.MustCompile(`validating ([^:]*): `)
 
 // describeValidation turns the schema library's nested message
 // ("validating root: validating /properties/path: type: 5 has type ...")
-// into a field path ("path") and the innermost complaint.
+// into an instance field path ("path", "edits[].old", "a.x" through a $ref)
+// and the innermost complaint.
 func describeValidation(msg string) (field, what string) {
 	locs := validatingRE.FindAllStringSubmatchIndex(msg, -1)
 	what = msg
-	if len(locs) > 0 {
-		last := locs[len(locs)-1]
-		what = msg[last[1]:]
-		ptr := msg[last[2]:last[3]]
-		field = fieldFromPointer(ptr)
+	var parts []string
+	prev := ""
+	for _, loc := range locs {
+		ptr := msg[loc[2]:loc[3]]
+		if ptr == "root" {
+			ptr = ""
+		}
+		if prev != "" && strings.HasPrefix(ptr, prev) {
+			parts = append(parts, fieldFromPointer(ptr[len(prev):]))
+		} else if ptr != "" {
+			parts = append(parts, fieldFromPointer(stripDefs(ptr)))
+		}
+		prev = ptr
+		what = msg[loc[1]:]
 	}
+	field = strings.Join(parts, "")
+	field = strings.TrimPrefix(field, ".")
 	if strings.HasPrefix(what, "required: missing properties: ") {
 		what = "missing required " + strings.TrimPrefix(what, "required: missing properties: ")
 	} else if strings.HasPrefix(what, "unexpected additional properties ") {
 		what = "unknown " + strings.TrimPrefix(what, "unexpected ") + " (not in the schema)"
 	}
 	return field, what
+}
+
+// stripDefs removes a leading "/$defs/name" or "/definitions/name", the
+// target of a $ref, which is not part of the instance path.
+func stripDefs(ptr string) string {
+	for _, p := range []string{"/$defs/", "/definitions/"} {
+		if strings.HasPrefix(ptr, p) {
+			rest := ptr[len(p):]
+			if i := strings.IndexByte(rest, '/'); i >= 0 {
+				return rest[i:]
+			}
+			return ""
+		}
+	}
+	return ptr
 }
 
 // fieldFromPointer maps a schema JSON pointer to an instance field path:
@@ -339,9 +418,7 @@ func fieldFromPointer(ptr string) string {
 		switch parts[i] {
 		case "properties", "patternProperties":
 			if i+1 < len(parts) {
-				if out.Len() > 0 {
-					out.WriteByte('.')
-				}
+				out.WriteByte('.')
 				out.WriteString(parts[i+1])
 				i++
 			}

@@ -1,0 +1,134 @@
+package tool_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/aibuddy/aibuddy/tool"
+)
+
+func echo(ctx context.Context, c *tool.Call) (*tool.Result, error) {
+	return tool.Text(string(c.Input)), nil
+}
+
+const pathSchema = `{"type":"object","properties":{"path":{"type":"string"},"n":{"type":"integer","minimum":1}},"required":["path"],"additionalProperties":false}`
+
+func TestDefineRejectsBadSchemas(t *testing.T) {
+	cases := []struct {
+		name, schema, keyword string
+	}{
+		{"array top level", `{"type":"array","items":{"type":"string"}}`, "type"},
+		{"no type", `{"properties":{"a":{"type":"string"}}}`, "type"},
+		{"not an object", `["type","object"]`, "inputSchema"},
+		{"empty", ``, "inputSchema"},
+		{"remote ref", `{"type":"object","properties":{"a":{"$ref":"https://example.com/a.json"}}}`, "$ref"},
+		{"relative file ref", `{"type":"object","properties":{"a":{"$ref":"other.json#/x"}}}`, "$ref"},
+		{"remote ref under a property called default", `{"type":"object","properties":{"default":{"$ref":"http://x/y"}}}`, "$ref"},
+		{"dangling local ref", `{"type":"object","properties":{"a":{"$ref":"#/$defs/missing"}}}`, "$ref"},
+		{"bad keyword value", `{"type":"object","properties":{"a":{"type":"strin"}}}`, "type"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := tool.Define(tool.Spec{Name: "demo_tool", InputSchema: json.RawMessage(c.schema), Handler: echo})
+			if err == nil {
+				t.Fatal("Define accepted the schema")
+			}
+			if !errors.Is(err, tool.ErrDefinition) {
+				t.Errorf("error %v does not wrap ErrDefinition", err)
+			}
+			var de *tool.DefinitionError
+			if !errors.As(err, &de) {
+				t.Fatalf("error %T is not a *DefinitionError", err)
+			}
+			if de.Tool != "demo_tool" || de.Keyword != c.keyword {
+				t.Errorf("got tool %q keyword %q, want demo_tool / %q (%v)", de.Tool, de.Keyword, c.keyword, err)
+			}
+			if !strings.Contains(err.Error(), "demo_tool") {
+				t.Errorf("message %q does not name the tool", err)
+			}
+		})
+	}
+}
+
+func TestDefineAcceptsLocalRefsAndDefs(t *testing.T) {
+	schema := `{"type":"object","$defs":{"pt":{"type":"object","properties":{"x":{"type":"number"}},"required":["x"]}},
+	  "properties":{"a":{"$ref":"#/$defs/pt"},"default":{"type":"string","default":"ok"}}}`
+	tl, err := tool.Define(tool.Spec{Name: "points", InputSchema: json.RawMessage(schema), Handler: echo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := tl.Call(context.Background(), &tool.Call{Input: json.RawMessage(`{"a":{"x":"nope"}}`)})
+	if !res.IsError || res.Stage != tool.Parameters || !strings.Contains(res.AllText(), "a.x") {
+		t.Fatalf("want a Parameters error naming a.x, got %+v", res)
+	}
+	res = tl.Call(context.Background(), &tool.Call{Input: json.RawMessage(`{"a":{"x":1}}`)})
+	if res.IsError {
+		t.Fatalf("valid input rejected: %s", res.AllText())
+	}
+}
+
+func TestDefineRejectsBadNames(t *testing.T) {
+	for _, name := range []string{"", "has space", "dots.not.ok", strings.Repeat("a", 65)} {
+		_, err := tool.Define(tool.Spec{Name: name, InputSchema: json.RawMessage(pathSchema), Handler: echo})
+		var de *tool.DefinitionError
+		if !errors.As(err, &de) || de.Keyword != "name" {
+			t.Errorf("name %q: got %v, want a name DefinitionError", name, err)
+		}
+	}
+	if _, err := tool.Define(tool.Spec{Name: "x", InputSchema: json.RawMessage(pathSchema)}); err == nil {
+		t.Error("nil handler accepted")
+	}
+}
+
+func TestCallValidatesBeforeHandler(t *testing.T) {
+	ran := false
+	tl := tool.MustDefine(tool.Spec{Name: "read_thing", InputSchema: json.RawMessage(pathSchema),
+		Handler: func(ctx context.Context, c *tool.Call) (*tool.Result, error) { ran = true; return tool.Text("ok"), nil }})
+	cases := []struct{ input, want string }{
+		{`{"path":5}`, `at field path: type: 5 has type "integer", want "string"`},
+		{`{}`, `missing required ["path"]`},
+		{`{"path":"a","extra":1}`, `unknown additional properties ["extra"]`},
+		{`{"path":"a","n":0}`, `at field n: minimum`},
+		{`{"path":"a","n":1.5}`, `at field n`},
+		{`[1,2]`, `input must be a JSON object, got an array`},
+		{`{"path":"a"} {"path":"b"}`, `data after the JSON object`},
+		{`{"path":`, `not valid JSON`},
+	}
+	for _, c := range cases {
+		res := tl.Call(context.Background(), &tool.Call{Input: json.RawMessage(c.input)})
+		if !res.IsError || res.Stage != tool.Parameters {
+			t.Errorf("%s: want a Parameters error, got %+v", c.input, res)
+			continue
+		}
+		if txt := res.AllText(); !strings.Contains(txt, c.want) || !strings.Contains(txt, "Parameters error in read_thing") {
+			t.Errorf("%s: message %q does not contain %q", c.input, txt, c.want)
+		}
+	}
+	if ran {
+		t.Fatal("handler ran on invalid input")
+	}
+	if res := tl.Call(context.Background(), &tool.Call{Input: json.RawMessage(`{"path":"a","n":2}`)}); res.IsError || !ran {
+		t.Fatalf("valid input: %+v", res)
+	}
+}
+
+func TestCallAttributesHandlerErrors(t *testing.T) {
+	stageErr := tool.MustDefine(tool.Spec{Name: "deny", InputSchema: json.RawMessage(`{"type":"object"}`),
+		Handler: func(ctx context.Context, c *tool.Call) (*tool.Result, error) {
+			return nil, fmt.Errorf("wrapped: %w", tool.Errorf(tool.Authorization, "path escapes").WithHint("stay inside"))
+		}})
+	res := stageErr.Call(context.Background(), &tool.Call{})
+	if res.Stage != tool.Authorization || res.AllText() != "Authorization error in deny: path escapes (next: stay inside)" {
+		t.Errorf("got %q at %s", res.AllText(), res.Stage)
+	}
+	plain := tool.MustDefine(tool.Spec{Name: "boom", InputSchema: json.RawMessage(`{"type":"object"}`),
+		Handler: func(ctx context.Context, c *tool.Call) (*tool.Result, error) { panic("kaboom") }})
+	res = plain.Call(context.Background(), nil)
+	if !res.IsError || res.Stage != tool.Execution || !strings.Contains(res.AllText(), "kaboom") {
+		t.Errorf("panic not turned into an Execution error: %+v", res)
+	}
+}
