@@ -1,0 +1,224 @@
+package capability
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/aibuddy/aibuddy/registry"
+	"github.com/aibuddy/aibuddy/sandbox"
+	"github.com/aibuddy/aibuddy/tool"
+)
+
+// RunSpec is what one run brings to resolution.
+type RunSpec struct {
+	// ToolKeys are the configured group keys. nil means every registered
+	// group; an empty non-nil slice means none.
+	ToolKeys []string
+	// Services are the injected capability services, by name.
+	Services map[string]any
+	// MCPServers are the names of the connected MCP servers.
+	MCPServers []string
+	// Sandbox is the run's sandbox; nil means no sandbox (every group that
+	// needs a sandbox operation is excluded).
+	Sandbox sandbox.Sandbox
+	// Prerequisites are the run's state flags that hold (e.g. "team").
+	Prerequisites []string
+}
+
+// Reason classifies why a tool was excluded.
+type Reason string
+
+// Exclusion reasons, in the order Resolve checks them.
+const (
+	NotConfigured      Reason = "not_configured"      // the group's key is not in ToolKeys
+	UnknownKey         Reason = "unknown_key"         // ToolKeys names a group that is not registered
+	MissingService     Reason = "missing_service"     // a required service is not injected
+	MCPNotConnected    Reason = "mcp_not_connected"   // a required MCP server is not connected
+	SandboxUnsupported Reason = "sandbox_unsupported" // the sandbox lacks a required operation
+	MissingPrereq      Reason = "missing_prerequisite"
+	BuildFailed        Reason = "build_failed" // the group's Build returned an error
+	Undeclared         Reason = "undeclared"   // Build produced a name the group does not declare
+)
+
+// Exclusion is one tool (or, for UnknownKey, one key) left out of the set.
+type Exclusion struct {
+	Tool   string `json:"tool,omitempty"` // empty for UnknownKey
+	Group  string `json:"group"`
+	Reason Reason `json:"reason"`
+	Detail string `json:"detail"` // one sentence for people
+}
+
+func (e Exclusion) String() string {
+	name := e.Tool
+	if name == "" {
+		name = "(key " + e.Group + ")"
+	}
+	return name + ": " + e.Detail
+}
+
+// Set is the effective tool set of one run, in registry order.
+type Set struct {
+	tools  []*tool.Tool
+	groups map[string]registry.Group // tool name → its group
+	active []string                  // group keys with tools in the set
+}
+
+// Tools returns the tools in the set.
+func (s *Set) Tools() []*tool.Tool { return slices.Clone(s.tools) }
+
+// Tool returns the tool with name, if it is in the set.
+func (s *Set) Tool(name string) (*tool.Tool, bool) {
+	for _, t := range s.tools {
+		if t.Name() == name {
+			return t, true
+		}
+	}
+	return nil, false
+}
+
+// Names returns the tool names in the set.
+func (s *Set) Names() []string {
+	out := make([]string, len(s.tools))
+	for i, t := range s.tools {
+		out[i] = t.Name()
+	}
+	return out
+}
+
+// GroupOf returns the group a tool of the set belongs to.
+func (s *Set) GroupOf(name string) (registry.Group, bool) {
+	g, ok := s.groups[name]
+	return g, ok
+}
+
+// Instructions joins the runtime instructions of the active groups, in
+// registry order, separated by blank lines.
+func (s *Set) Instructions() string {
+	var parts []string
+	seen := map[string]bool{}
+	for _, t := range s.tools {
+		g := s.groups[t.Name()]
+		if !seen[g.Key] && strings.TrimSpace(g.Instructions) != "" {
+			seen[g.Key] = true
+			parts = append(parts, strings.TrimSpace(g.Instructions))
+		}
+	}
+	return strings.Join(parts, "\n\n")
+}
+
+// Call runs a call against the set: a name outside the set is a
+// Discovery-stage error result (the tool does not exist in this run);
+// otherwise the tool's own Call (schema check, handler) runs, then the
+// group's OnResult hook.
+func (s *Set) Call(ctx context.Context, call *tool.Call) *tool.Result {
+	t, ok := s.Tool(call.Name)
+	if !ok {
+		return tool.ErrorResult(tool.Errorf(tool.Discovery, "no tool named %q is available in this run", call.Name).
+			WithHint("use one of: "+strings.Join(s.Names(), ", ")), call.Name)
+	}
+	res := t.Call(ctx, call)
+	if g := s.groups[call.Name]; g.Hooks.OnResult != nil {
+		if r := g.Hooks.OnResult(ctx, call, res); r != nil {
+			res = r
+		}
+	}
+	return res
+}
+
+// Resolve computes the effective tool set of one run and the exclusions,
+// each with its reason. It never returns a tool whose dependencies are
+// missing. The error is non-nil only when a group's Build produced a tool
+// whose name another group's tool already holds (the registry check at
+// start-up should have caught it).
+func Resolve(reg *registry.Registry, spec RunSpec) (*Set, []Exclusion, error) {
+	set := &Set{groups: map[string]registry.Group{}}
+	var ex []Exclusion
+	configured := map[string]bool{}
+	if spec.ToolKeys == nil {
+		for _, k := range reg.Keys() {
+			configured[k] = true
+		}
+	} else {
+		for _, k := range spec.ToolKeys {
+			configured[k] = true
+			if _, ok := reg.Group(k); !ok {
+				ex = append(ex, Exclusion{Group: k, Reason: UnknownKey,
+					Detail: fmt.Sprintf("tool key %q is configured but no such group is registered (known: %s)", k, strings.Join(reg.Keys(), ", "))})
+			}
+		}
+	}
+	connected := toSet(spec.MCPServers)
+	prereqs := toSet(spec.Prerequisites)
+	env := registry.Env{Sandbox: spec.Sandbox, Services: spec.Services}
+	for _, g := range reg.Groups() {
+		exclude := func(reason Reason, detail string) {
+			for _, n := range g.Names {
+				ex = append(ex, Exclusion{Tool: n, Group: g.Key, Reason: reason, Detail: detail})
+			}
+		}
+		if !configured[g.Key] {
+			exclude(NotConfigured, fmt.Sprintf("tool key %q is not in the configured tool keys", g.Key))
+			continue
+		}
+		if reason, detail := missing(g.Requires, spec, connected, prereqs); reason != "" {
+			exclude(reason, detail)
+			continue
+		}
+		tools, err := g.Build(env)
+		if err != nil {
+			exclude(BuildFailed, fmt.Sprintf("group %q could not build its tools: %v", g.Key, err))
+			continue
+		}
+		for _, t := range tools {
+			if !slices.Contains(g.Names, t.Name()) {
+				ex = append(ex, Exclusion{Tool: t.Name(), Group: g.Key, Reason: Undeclared,
+					Detail: fmt.Sprintf("group %q built %q, which it does not declare in its names", g.Key, t.Name())})
+				continue
+			}
+			if other, dup := set.groups[t.Name()]; dup {
+				return nil, nil, fmt.Errorf("capability: tool %q is built by groups %q and %q", t.Name(), other.Key, g.Key)
+			}
+			set.tools = append(set.tools, t)
+			set.groups[t.Name()] = g
+		}
+		set.active = append(set.active, g.Key)
+	}
+	return set, ex, nil
+}
+
+func missing(req registry.Requirements, spec RunSpec, connected, prereqs map[string]bool) (Reason, string) {
+	for _, s := range req.Services {
+		if _, ok := spec.Services[s]; !ok {
+			return MissingService, fmt.Sprintf("needs the %q service, which this host does not inject", s)
+		}
+	}
+	for _, m := range req.MCPServers {
+		if !connected[m] {
+			return MCPNotConnected, fmt.Sprintf("needs MCP server %q, which is not connected", m)
+		}
+	}
+	for _, op := range req.SandboxOps {
+		if spec.Sandbox == nil {
+			return SandboxUnsupported, fmt.Sprintf("needs sandbox operation %q and the run has no sandbox", op)
+		}
+		if !spec.Sandbox.Supports(op) {
+			return SandboxUnsupported, fmt.Sprintf("needs sandbox operation %q, which the %s sandbox does not support", op, spec.Sandbox.Kind())
+		}
+	}
+	for _, p := range req.Prerequisites {
+		if !prereqs[p] {
+			return MissingPrereq, fmt.Sprintf("needs prerequisite %q, which does not hold in this run", p)
+		}
+	}
+	return "", ""
+}
+
+func toSet(xs []string) map[string]bool {
+	m := make(map[string]bool, len(xs))
+	for _, x := range xs {
+		m[x] = true
+	}
+	return m
+}
