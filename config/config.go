@@ -1,0 +1,194 @@
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is the whole settings file. The zero value plus Default's limits is
+// what aibuddy runs with when no file is given.
+type Config struct {
+	// ToolKeys are the tool groups to enable, e.g. ["filesystem","execute"].
+	// Omitted (null) means every built-in group.
+	ToolKeys []string `json:"toolKeys,omitempty"`
+	// Sandbox chooses where calls take effect.
+	Sandbox Sandbox `json:"sandbox"`
+	// Limits are the bounds of the built-in tools.
+	Limits Limits `json:"limits"`
+	// MCPServers is kept verbatim in the Claude Desktop format
+	// ({"name": {"command": ..., "args": [...], "env": {...}} or
+	// {"url": ..., "type": "http"|"sse", "headers": {...}}}).
+	MCPServers map[string]json.RawMessage `json:"mcpServers,omitempty"`
+}
+
+// Sandbox selects the sandbox adapter.
+type Sandbox struct {
+	// Kind is "local" (default), "daytona" or "e2b" (the last two are not
+	// available in this build and fail at start-up).
+	Kind string `json:"kind,omitempty"`
+	// Workspace is the root folder; relative paths are relative to the
+	// settings file's folder. Default: the current folder (or --workspace).
+	Workspace string `json:"workspace,omitempty"`
+	// Shell runs commands as Shell -c COMMAND. Default "/bin/sh".
+	Shell string `json:"shell,omitempty"`
+}
+
+// Limits are the built-in tools' bounds. Zero means the default given.
+type Limits struct {
+	LsMaxEntries       int      `json:"lsMaxEntries,omitempty"`       // entries per ls call; default 1,000
+	LsMaxDepth         int      `json:"lsMaxDepth,omitempty"`         // levels ls may descend; default 5
+	ReadMaxLines       int      `json:"readMaxLines,omitempty"`       // lines per read_file call; default 2,000
+	ReadMaxLineChars   int      `json:"readMaxLineChars,omitempty"`   // characters per line; default 2,000
+	ReadMaxBytes       int64    `json:"readMaxBytes,omitempty"`       // bytes of text per read_file call; default 262,144
+	ReadMaxImageBytes  int64    `json:"readMaxImageBytes,omitempty"`  // bytes of one image; default 5,242,880
+	SearchMaxResults   int      `json:"searchMaxResults,omitempty"`   // files (glob) or matches (grep); default 100
+	SearchMaxLineChars int      `json:"searchMaxLineChars,omitempty"` // characters kept around a match; default 400
+	SearchTimeout      Duration `json:"searchTimeout,omitempty"`      // a walk's deadline; default 20 s
+	ExecDefaultTimeout Duration `json:"execDefaultTimeout,omitempty"` // execute timeout without timeout_ms; default 2 min
+	ExecMaxTimeout     Duration `json:"execMaxTimeout,omitempty"`     // largest timeout_ms honoured; default 10 min
+	ExecGrace          Duration `json:"execGrace,omitempty"`          // hard deadline = timeout + grace; default 30 s
+	ExecHeartbeat      Duration `json:"execHeartbeat,omitempty"`      // client heartbeat interval; default 30 s
+	ExecMaxOutputChars int      `json:"execMaxOutputChars,omitempty"` // characters of output the model sees; default 30,000
+	// ExecEnv names host environment variables passed through to commands
+	// on top of the safe default set (PATH, HOME, LANG, ...).
+	ExecEnv []string `json:"execEnv,omitempty"`
+}
+
+// Duration is a time.Duration written in JSON as a Go duration string
+// ("30s", "2m") or a number of milliseconds.
+type Duration time.Duration
+
+// UnmarshalJSON accepts "30s" or 30000.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if len(b) > 0 && b[0] == '"' {
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		v, err := time.ParseDuration(s)
+		if err != nil {
+			return fmt.Errorf("duration %q: want a Go duration such as \"30s\" or a number of milliseconds", s)
+		}
+		*d = Duration(v)
+		return nil
+	}
+	ms, err := strconv.ParseInt(string(b), 10, 64)
+	if err != nil {
+		return fmt.Errorf("duration %s: want a Go duration such as \"30s\" or a whole number of milliseconds", b)
+	}
+	*d = Duration(time.Duration(ms) * time.Millisecond)
+	return nil
+}
+
+// MarshalJSON writes the Go duration string.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+// D returns the time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// ErrInvalid is wrapped by every error Load and Parse return for a bad file.
+var ErrInvalid = errors.New("invalid settings")
+
+// Load reads and validates the settings file at path.
+//
+// Errors wrap ErrInvalid and name the file and key: malformed JSON (with
+// line and column), an unknown key, a value of the wrong type, a negative
+// limit. A missing file is an error wrapping fs.ErrNotExist.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("settings %s: %w", path, err)
+	}
+	c, err := Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("settings %s: %w", path, err)
+	}
+	return c, nil
+}
+
+// Parse decodes and validates a settings document strictly.
+func Parse(data []byte) (*Config, error) {
+	var c Config
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
+		return nil, fmt.Errorf("%w: %s", ErrInvalid, describeJSONError(data, err))
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("%w: data after the settings object", ErrInvalid)
+	}
+	if err := c.validate(); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	return &c, nil
+}
+
+func describeJSONError(data []byte, err error) string {
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		line, col := position(data, se.Offset)
+		return fmt.Sprintf("malformed JSON at line %d, column %d: %v", line, col, err)
+	}
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return fmt.Sprintf("key %q: %v value where %v is expected", te.Field, te.Value, te.Type)
+	}
+	msg := err.Error()
+	if strings.HasPrefix(msg, "json: unknown field ") {
+		return "unknown key " + strings.TrimPrefix(msg, "json: unknown field ") +
+			" (see the settings reference in README.md)"
+	}
+	return msg
+}
+
+func position(data []byte, off int64) (line, col int) {
+	line, col = 1, 1
+	for i := int64(0); i < off && i < int64(len(data)); i++ {
+		if data[i] == '\n' {
+			line++
+			col = 1
+		} else {
+			col++
+		}
+	}
+	return line, col
+}
+
+func (c *Config) validate() error {
+	l := c.Limits
+	ints := map[string]int64{
+		"limits.lsMaxEntries": int64(l.LsMaxEntries), "limits.lsMaxDepth": int64(l.LsMaxDepth),
+		"limits.readMaxLines": int64(l.ReadMaxLines), "limits.readMaxLineChars": int64(l.ReadMaxLineChars),
+		"limits.readMaxBytes": l.ReadMaxBytes, "limits.readMaxImageBytes": l.ReadMaxImageBytes,
+		"limits.searchMaxResults": int64(l.SearchMaxResults), "limits.searchMaxLineChars": int64(l.SearchMaxLineChars),
+		"limits.searchTimeout": int64(l.SearchTimeout), "limits.execDefaultTimeout": int64(l.ExecDefaultTimeout),
+		"limits.execMaxTimeout": int64(l.ExecMaxTimeout), "limits.execGrace": int64(l.ExecGrace),
+		"limits.execHeartbeat": int64(l.ExecHeartbeat), "limits.execMaxOutputChars": int64(l.ExecMaxOutputChars),
+	}
+	var bad []string
+	for k, v := range ints {
+		if v < 0 {
+			bad = append(bad, k)
+		}
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("negative values for %s (omit a key or use 0 for its default)", strings.Join(bad, ", "))
+	}
+	if l.ExecMaxTimeout > 0 && l.ExecDefaultTimeout > l.ExecMaxTimeout {
+		return fmt.Errorf("limits.execDefaultTimeout (%s) exceeds limits.execMaxTimeout (%s)",
+			l.ExecDefaultTimeout.D(), l.ExecMaxTimeout.D())
+	}
+	for i, k := range c.ToolKeys {
+		if strings.TrimSpace(k) == "" {
+			return fmt.Errorf("toolKeys[%d] is empty", i)
+		}
+	}
+	return nil
+}

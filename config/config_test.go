@@ -1,0 +1,60 @@
+package config_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aibuddy/aibuddy/config"
+)
+
+func TestLoadFullFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "aibuddy.json")
+	doc := `{
+	  "toolKeys": ["filesystem", "execute"],
+	  "sandbox": {"kind": "local", "workspace": "proj"},
+	  "limits": {"execMaxOutputChars": 5000, "execGrace": "10s", "execHeartbeat": 1500, "lsMaxEntries": 10},
+	  "mcpServers": {"memory": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory"]}}
+	}`
+	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Limits.ExecGrace.D() != 10*time.Second || c.Limits.ExecHeartbeat.D() != 1500*time.Millisecond {
+		t.Errorf("durations: %v %v", c.Limits.ExecGrace.D(), c.Limits.ExecHeartbeat.D())
+	}
+	if c.Limits.ExecMaxOutputChars != 5000 || c.Sandbox.Workspace != "proj" || len(c.MCPServers) != 1 {
+		t.Errorf("decoded %+v", c)
+	}
+}
+
+func TestParseErrorsNameTheKey(t *testing.T) {
+	cases := map[string]string{
+		`{"toolKey": ["filesystem"]}`:                                       `unknown key "toolKey"`,
+		`{"limits": {"lsMaxEntries": "many"}}`:                              `key "limits.lsMaxEntries": string value where int is expected`,
+		`{"limits": {"execGrace": "soon"}}`:                                 `duration "soon"`,
+		`{"limits": {"readMaxLines": -1}}`:                                  `negative values for limits.readMaxLines`,
+		"{\n  \"sandbox\": {\"kind\": \"local\",}\n}":                       `malformed JSON at line 2, column`,
+		`{"toolKeys": [""]}`:                                                `toolKeys[0] is empty`,
+		`{"limits": {"execDefaultTimeout": "20m"}}`:                         ``, // fine without a max
+		`{"limits": {"execDefaultTimeout": "20m", "execMaxTimeout": "1m"}}`: `exceeds limits.execMaxTimeout`,
+	}
+	for doc, want := range cases {
+		_, err := config.Parse([]byte(doc))
+		if want == "" {
+			if err != nil {
+				t.Errorf("%s: unexpected error %v", doc, err)
+			}
+			continue
+		}
+		if !errors.Is(err, config.ErrInvalid) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: got %v, want an ErrInvalid containing %q", doc, err, want)
+		}
+	}
+}
