@@ -1,0 +1,169 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/aibuddy/aibuddy/capability"
+	"github.com/aibuddy/aibuddy/tool"
+)
+
+// Options configures New. A nil *Options means the defaults.
+type Options struct {
+	// Name and Version identify the server in initialize. Defaults
+	// "aibuddy" and "dev".
+	Name, Version string
+	// Instructions are sent to the client in initialize; default: the
+	// set's runtime instructions.
+	Instructions string
+	// Logger receives server activity; default discards. In stdio mode it
+	// must not write to stdout.
+	Logger *slog.Logger
+	// NewCallID mints the toolCallId of each call (MCP has none of its
+	// own). Default: "mcp-<unix-nanos>-<n>".
+	NewCallID func() string
+	// ProgressInterval is the least time between two progress
+	// notifications carrying output (heartbeats always go out). Default
+	// 250 ms.
+	ProgressInterval time.Duration
+}
+
+// Meta keys aibuddy sets on a CallToolResult's _meta.
+const (
+	MetaStage      = "aibuddy/stage"      // failure stage of an error result
+	MetaEvidence   = "aibuddy/evidence"   // the tool's evidence object
+	MetaToolCallID = "aibuddy/toolCallId" // the minted toolCallId
+)
+
+// New returns an MCP server whose tools are the tools of set.
+func New(set *capability.Set, opts *Options) *mcp.Server {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Name == "" {
+		o.Name = "aibuddy"
+	}
+	if o.Version == "" {
+		o.Version = "dev"
+	}
+	if o.Instructions == "" {
+		o.Instructions = set.Instructions()
+	}
+	if o.NewCallID == nil {
+		var n atomic.Int64
+		o.NewCallID = func() string {
+			return "mcp-" + strconv.FormatInt(time.Now().UnixNano(), 36) + "-" + strconv.FormatInt(n.Add(1), 10)
+		}
+	}
+	if o.ProgressInterval == 0 {
+		o.ProgressInterval = 250 * time.Millisecond
+	}
+	srv := mcp.NewServer(&mcp.Implementation{Name: o.Name, Version: o.Version},
+		&mcp.ServerOptions{Instructions: o.Instructions, Logger: o.Logger})
+	for _, t := range set.Tools() {
+		srv.AddTool(describe(t), handler(set, t.Name(), &o))
+	}
+	return srv
+}
+
+func describe(t *tool.Tool) *mcp.Tool {
+	mt := &mcp.Tool{Name: t.Name(), Description: t.Description(), InputSchema: t.InputSchema()}
+	if a := t.Annotations(); a != nil {
+		mt.Title = a.Title
+		mt.Annotations = &mcp.ToolAnnotations{Title: a.Title, ReadOnlyHint: a.ReadOnlyHint,
+			DestructiveHint: a.DestructiveHint, IdempotentHint: a.IdempotentHint, OpenWorldHint: a.OpenWorldHint}
+	}
+	return mt
+}
+
+func handler(set *capability.Set, name string, o *Options) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		call := &tool.Call{ID: o.NewCallID(), Name: name, Input: req.Params.Arguments}
+		if token := req.Params.GetProgressToken(); token != nil && req.Session != nil {
+			p := &progress{ctx: ctx, session: req.Session, token: token, interval: o.ProgressInterval}
+			call.Events = p.send
+		}
+		res := set.Call(ctx, call)
+		return toMCP(call.ID, res), nil
+	}
+}
+
+// progress turns a call's transient events into notifications/progress.
+// Output chunks are coalesced to at most one notification per interval; the
+// message carries the latest output text, clipped to 1,000 characters.
+type progress struct {
+	ctx      context.Context
+	session  *mcp.ServerSession
+	token    any
+	interval time.Duration
+
+	mu   sync.Mutex
+	n    float64
+	last time.Time
+}
+
+func (p *progress) send(e tool.Event) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var msg string
+	switch e.Kind {
+	case tool.EventHeartbeat:
+		msg = "running"
+	case tool.EventProgress:
+		msg = e.Message
+	case tool.EventStdout, tool.EventStderr:
+		if time.Since(p.last) < p.interval {
+			return
+		}
+		msg = clip(string(e.Data), 1000)
+	default:
+		return
+	}
+	p.n++
+	p.last = time.Now()
+	_ = p.session.NotifyProgress(p.ctx, &mcp.ProgressNotificationParams{
+		ProgressToken: p.token, Progress: p.n, Message: msg})
+}
+
+func clip(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return "…" + string(r[len(r)-n:])
+}
+
+func toMCP(id string, res *tool.Result) *mcp.CallToolResult {
+	out := &mcp.CallToolResult{IsError: res.IsError, Content: []mcp.Content{}}
+	for _, c := range res.Content {
+		switch c.Type {
+		case tool.ImageContent:
+			out.Content = append(out.Content, &mcp.ImageContent{Data: c.Data, MIMEType: c.MIMEType})
+		default:
+			out.Content = append(out.Content, &mcp.TextContent{Text: c.Text})
+		}
+	}
+	meta := mcp.Meta{MetaToolCallID: id}
+	if res.IsError {
+		meta[MetaStage] = string(res.Stage)
+	}
+	if len(res.Evidence) > 0 {
+		if b, err := json.Marshal(res.Evidence); err == nil {
+			meta[MetaEvidence] = json.RawMessage(b)
+		} else {
+			meta[MetaEvidence] = fmt.Sprintf("unencodable evidence: %v", err)
+		}
+	}
+	out.Meta = meta
+	return out
+}
