@@ -1,0 +1,332 @@
+package coretools
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"image"
+	_ "image/gif"  // register GIF for image.DecodeConfig
+	_ "image/jpeg" // register JPEG
+	_ "image/png"  // register PNG
+	"net/http"
+	"path"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/aibuddy/aibuddy/sandbox"
+	"github.com/aibuddy/aibuddy/tool"
+)
+
+// readInput is the input of read_file.
+type readInput struct {
+	Path   string `json:"path"`
+	Offset int    `json:"offset"`
+	Limit  int    `json:"limit"`
+}
+
+const readSchema = `{
+  "type": "object",
+  "properties": {
+    "path": {"type": "string", "description": "File to read, relative to the workspace root."},
+    "offset": {"type": "integer", "minimum": 1, "description": "First line to show, 1-based. Default 1. To continue a cut read, use the offset the previous result names."},
+    "limit": {"type": "integer", "minimum": 1, "maximum": %d, "description": "Lines to show. Default and maximum %d."}
+  },
+  "required": ["path"],
+  "additionalProperties": false
+}`
+
+// maxTruncationNotes is how many cut lines read_file names one by one; the
+// rest are counted in one note.
+const maxTruncationNotes = 5
+
+func (f *fsTools) readFileTool() *tool.Tool {
+	return tool.MustDefine(tool.Spec{
+		Name:        "read_file",
+		Description: f.description("read_file"),
+		InputSchema: []byte(fmt.Sprintf(readSchema, f.opts.ReadMaxLines, f.opts.ReadMaxLines)),
+		Annotations: readOnly("Read file"),
+		Handler:     f.readFile,
+	})
+}
+
+func (f *fsTools) readFile(ctx context.Context, call *tool.Call) (*tool.Result, error) {
+	in, err := tool.Decode[readInput](call)
+	if err != nil {
+		return nil, err
+	}
+	limit := f.opts.ReadMaxLines
+	if in.Limit > 0 && in.Limit < limit {
+		limit = in.Limit
+	}
+	offset := max(in.Offset, 1)
+	res, err := f.sb.Read(ctx, sandbox.ReadRequest{
+		Path:          in.Path,
+		Offset:        offset,
+		Limit:         limit,
+		MaxLineChars:  f.opts.ReadMaxLineChars,
+		MaxBytes:      f.opts.ReadMaxBytes,
+		MaxImageBytes: f.opts.ReadMaxImageBytes,
+	})
+	if err != nil {
+		return nil, fsError(err, "read_file", in.Path)
+	}
+	f.remember(res.SHA256, in.Path, res.Path)
+	switch res.Kind {
+	case sandbox.KindImage:
+		return formatImage(in.Path, res, f.opts.ReadMaxImageBytes)
+	case sandbox.KindBinary:
+		return formatBinary(in.Path, res), nil
+	}
+	text, ev, terr := formatRead(in.Path, res, offset, limit, &f.opts)
+	if terr != nil {
+		return nil, terr
+	}
+	return tool.TextWith(text, ev), nil
+}
+
+// formatRead renders a text window in the model form (case BH-002): each
+// line is lineNumberPrefix(n) followed by the line exactly as read, raw tabs
+// kept, no line ending. Around the lines it adds notes:
+//
+//   - before: the file has a UTF-8 BOM (never shown as U+FEFF in line 1,
+//     case BH-007), or a text encoding other than UTF-8;
+//   - after, when the window stops before the end: "showing lines A-B of N;
+//     call read_file with offset=B+1 to continue", naming the byte bound
+//     when that is what stopped it;
+//   - after, per cut line (case BH-014): "line 1 truncated: 2,000 of
+//     2,000,000 characters shown; use grep or execute on a byte range for
+//     the rest", the first maxTruncationNotes by number, the rest counted.
+//
+// Bounds are re-applied here whatever the sandbox returned: at most
+// opts.ReadMaxLineChars characters per line and opts.ReadMaxBytes bytes of
+// line text. An offset past the end is a Parameters error.
+func formatRead(p string, res *sandbox.ReadResult, offset, limit int, opts *FSOptions) (string, map[string]any, *tool.Error) {
+	ev := map[string]any{
+		"path":        p,
+		"sha256":      res.SHA256,
+		"bytes":       res.Size,
+		"total_lines": res.TotalLines,
+	}
+	if len(res.Lines) == 0 {
+		if offset > 1 && res.Size > 0 {
+			e := tool.Errorf(tool.Parameters, "offset %d is past the end of %s (%s)", offset, p, linesOf(res.TotalLines))
+			if res.TotalLines > 0 {
+				e.Hint = fmt.Sprintf("call read_file with offset between 1 and %d", res.TotalLines)
+			} else {
+				e.Hint = "call read_file without offset"
+			}
+			return "", nil, e
+		}
+		ev["lines_shown"] = 0
+		return fmt.Sprintf("%s is empty (%s)", p, fsPlural(int(res.Size), "byte", "bytes")), ev, nil
+	}
+
+	var head []string
+	bom := res.BOM
+	if res.Encoding != "" && !strings.EqualFold(res.Encoding, "utf-8") && !strings.EqualFold(res.Encoding, "utf8") {
+		head = append(head, fmt.Sprintf("note: the text encoding is %s, not UTF-8; edit_file matches the file's own bytes, so copy old_string from this output only for ASCII text", res.Encoding))
+	}
+
+	var body strings.Builder
+	type cut struct{ line, shown, chars int }
+	var cuts []cut
+	var used int64
+	first, last := res.Lines[0].Number, 0
+	stoppedAt := 0 // the line the byte bound stopped before, 0 if none
+	invalid := false
+	for _, l := range res.Lines {
+		text := l.Text
+		if l.Number == 1 && strings.HasPrefix(text, "\uFEFF") {
+			text = strings.TrimPrefix(text, "\uFEFF")
+			bom = true
+		}
+		if !utf8.ValidString(text) {
+			text = strings.ToValidUTF8(text, "\uFFFD")
+			invalid = true
+		}
+		chars := max(l.Chars, fsRunes(text))
+		text, _ = fsClip(text, opts.ReadMaxLineChars)
+		if shown := fsRunes(text); shown < chars {
+			cuts = append(cuts, cut{l.Number, shown, chars})
+		}
+		if last > 0 && used+int64(len(text)) > opts.ReadMaxBytes {
+			stoppedAt = l.Number
+			break
+		}
+		used += int64(len(text))
+		body.WriteString(lineNumberPrefix(l.Number))
+		body.WriteString(text)
+		body.WriteByte('\n')
+		last = l.Number
+	}
+	if bom {
+		head = append([]string{"note: the file starts with a UTF-8 byte order mark (EF BB BF); it is not shown in line 1, and edit_file keeps it"}, head...)
+	}
+	if invalid {
+		head = append(head, "note: some bytes are not valid UTF-8 and are shown as U+FFFD (�)")
+	}
+
+	var tail []string
+	next := 0
+	switch {
+	case stoppedAt > 0:
+		next = stoppedAt
+	case res.More:
+		next = res.NextOffset
+		if next <= last {
+			next = last + 1
+		}
+	}
+	if next > 0 {
+		of := ""
+		if res.TotalLines > 0 {
+			of = fmt.Sprintf(" of %s", fsCount(int64(res.TotalLines)))
+		}
+		why := ""
+		if stoppedAt > 0 || last-first+1 < limit {
+			why = fmt.Sprintf(" (stopped at the %s-byte bound per call)", fsCount(opts.ReadMaxBytes))
+		}
+		tail = append(tail, fmt.Sprintf("showing lines %d-%d%s%s; call read_file with offset=%d to continue", first, last, of, why, next))
+	} else if first > 1 {
+		tail = append(tail, fmt.Sprintf("showing lines %d-%d%s (end of file)", first, last, ofTotal(res.TotalLines)))
+	}
+	shownCuts := 0
+	for _, c := range cuts {
+		if c.line > last {
+			break
+		}
+		if shownCuts == maxTruncationNotes {
+			rest := 0
+			for _, c2 := range cuts {
+				if c2.line <= last {
+					rest++
+				}
+			}
+			rest -= maxTruncationNotes
+			tail = append(tail, fmt.Sprintf("%s also truncated to %s characters", fsPlural(rest, "more line", "more lines"), fsCount(int64(opts.ReadMaxLineChars))))
+			break
+		}
+		tail = append(tail, fmt.Sprintf("line %d truncated: %s of %s characters shown; use grep or execute on a byte range for the rest",
+			c.line, fsCount(int64(c.shown)), fsCount(int64(c.chars))))
+		shownCuts++
+	}
+
+	var out strings.Builder
+	for _, h := range head {
+		out.WriteString(h)
+		out.WriteByte('\n')
+	}
+	out.WriteString(body.String())
+	if len(tail) > 0 {
+		out.WriteByte('\n')
+		out.WriteString(strings.Join(tail, "\n"))
+	}
+	truncatedLines := 0
+	for _, c := range cuts {
+		if c.line <= last {
+			truncatedLines++
+		}
+	}
+	ev["first_line"] = first
+	ev["last_line"] = last
+	ev["lines_shown"] = last - first + 1
+	ev["truncated_lines"] = truncatedLines
+	ev["more"] = next > 0
+	if next > 0 {
+		ev["next_offset"] = next
+	}
+	ev["bom"] = bom
+	return strings.TrimRight(out.String(), "\n"), ev, nil
+}
+
+func linesOf(total int) string {
+	if total < 0 {
+		return "line count unknown"
+	}
+	return fsPlural(total, "line", "lines")
+}
+
+func ofTotal(total int) string {
+	if total > 0 {
+		return " of " + fsCount(int64(total))
+	}
+	return ""
+}
+
+// formatBinary is read_file's answer for a binary file (case BH-011): a
+// short notice from the sandbox's Description, the size, and how to look
+// inside with execute. It is not an error: the call did what it could.
+func formatBinary(p string, res *sandbox.ReadResult) *tool.Result {
+	desc := res.Description
+	size := fsPlural(int(res.Size), "byte", "bytes")
+	switch {
+	case desc == "":
+		desc = size
+	case !strings.Contains(desc, fsCount(res.Size)):
+		desc += ", " + size
+	}
+	text := fmt.Sprintf("%s is a binary file (%s), not shown; use execute with xxd or strings for a bounded view, e.g. `xxd -l 512 %s` or `strings -n 8 %s | head -100`",
+		p, desc, shellQuote(p), shellQuote(p))
+	return tool.TextWith(text, map[string]any{"path": p, "kind": "binary", "bytes": res.Size, "sha256": res.SHA256})
+}
+
+// formatImage is read_file's answer for an image (case BH-013): an image
+// block when its bytes are within maxBytes, otherwise a Projection-stage
+// error with its dimensions and size, so an image the provider would reject
+// never enters the transcript.
+func formatImage(p string, res *sandbox.ReadResult, maxBytes int64) (*tool.Result, error) {
+	size := res.Size
+	if size == 0 {
+		size = int64(len(res.Data))
+	}
+	dims := ""
+	if len(res.Data) > 0 {
+		if cfg, format, err := image.DecodeConfig(bytes.NewReader(res.Data)); err == nil {
+			dims = fmt.Sprintf("%d×%d %s", cfg.Width, cfg.Height, strings.ToUpper(format))
+		}
+	}
+	if len(res.Data) == 0 || int64(len(res.Data)) > maxBytes {
+		what := res.Description
+		if dims != "" && !strings.Contains(what, "×") {
+			what = strings.TrimPrefix(what+", "+dims, ", ")
+		}
+		if !strings.Contains(what, fsCount(size)) {
+			what = strings.TrimPrefix(what+", "+fsPlural(int(size), "byte", "bytes"), ", ")
+		}
+		return nil, &tool.Error{Stage: tool.Projection,
+			Msg:  fmt.Sprintf("image %s is too large to show (%s; the limit is %s bytes per image)", p, what, fsCount(maxBytes)),
+			Hint: fmt.Sprintf("make a smaller copy with execute, e.g. `convert %s -resize 1568x1568 -quality 85 %s`, and read that", shellQuote(p), shellQuote(smallName(p)))}
+	}
+	mime := res.MIMEType
+	if mime == "" {
+		mime = http.DetectContentType(res.Data)
+	}
+	desc := fmt.Sprintf("%s: %s image", p, mime)
+	if dims != "" {
+		desc += ", " + dims
+	}
+	desc += ", " + fsPlural(len(res.Data), "byte", "bytes")
+	return &tool.Result{
+		Content: []tool.Content{
+			{Type: tool.TextContent, Text: desc},
+			{Type: tool.ImageContent, Data: res.Data, MIMEType: mime},
+		},
+		Evidence: map[string]any{"path": p, "kind": "image", "bytes": len(res.Data), "mime_type": mime, "sha256": res.SHA256},
+	}, nil
+}
+
+// shellQuote quotes p for a POSIX shell when it needs it.
+func shellQuote(p string) string {
+	if p != "" && strings.IndexFunc(p, func(r rune) bool {
+		return !(r == '/' || r == '.' || r == '_' || r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z')
+	}) < 0 {
+		return p
+	}
+	return "'" + strings.ReplaceAll(p, "'", `'\''`) + "'"
+}
+
+// smallName names the downscaled copy of an image: "a/shot.png" ->
+// "a/shot.small.jpg".
+func smallName(p string) string {
+	return strings.TrimSuffix(p, path.Ext(p)) + ".small.jpg"
+}
