@@ -68,7 +68,7 @@ func (f *fsTools) editFileTool() *tool.Tool {
 		Name:        "edit_file",
 		Description: f.description("edit_file"),
 		InputSchema: []byte(fmt.Sprintf(editSchema, maxBatchEdits)),
-		Annotations: destructive("Edit file"),
+		Annotations: fsDestructive("Edit file"),
 		Handler:     f.editFile,
 	})
 }

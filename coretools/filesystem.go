@@ -213,7 +213,7 @@ func (f *fsTools) description(name string) string {
 		panic(fmt.Sprintf("coretools: missing description for %s: %v", name, err))
 	}
 	tmpl := template.Must(template.New(name).Funcs(template.FuncMap{
-		"n":   func(v any) string { return fsCount(toInt64(v)) },
+		"n":   func(v any) string { return fsCount(fsInt64(v)) },
 		"dur": fsDuration,
 	}).Parse(string(raw)))
 	var b bytes.Buffer
@@ -223,7 +223,7 @@ func (f *fsTools) description(name string) string {
 	return strings.TrimSpace(b.String())
 }
 
-func toInt64(v any) int64 {
+func fsInt64(v any) int64 {
 	switch v := v.(type) {
 	case int:
 		return int64(v)
@@ -234,11 +234,11 @@ func toInt64(v any) int64 {
 }
 
 // readOnly and destructive are the MCP annotations of the group's tools.
-func readOnly(title string) *tool.Annotations {
+func fsReadOnly(title string) *tool.Annotations {
 	return &tool.Annotations{Title: title, ReadOnlyHint: true}
 }
 
-func destructive(title string) *tool.Annotations {
+func fsDestructive(title string) *tool.Annotations {
 	t := true
 	return &tool.Annotations{Title: title, DestructiveHint: &t}
 }

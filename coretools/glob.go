@@ -38,7 +38,7 @@ func (f *fsTools) globTool() *tool.Tool {
 		Name:        "glob",
 		Description: f.description("glob"),
 		InputSchema: []byte(fmt.Sprintf(globSchema, f.opts.SearchMaxResults, f.opts.SearchMaxResults)),
-		Annotations: readOnly("Find files"),
+		Annotations: fsReadOnly("Find files"),
 		Handler:     f.glob,
 	})
 }
@@ -48,7 +48,7 @@ func (f *fsTools) glob(ctx context.Context, call *tool.Call) (*tool.Result, erro
 	if err != nil {
 		return nil, err
 	}
-	maxResults := capAt(in.MaxResults, f.opts.SearchMaxResults)
+	maxResults := fsCapAt(in.MaxResults, f.opts.SearchMaxResults)
 	res, err := f.search(ctx, "glob", sandbox.SearchRequest{
 		Mode: sandbox.ModeGlob, Pattern: in.Pattern, Path: in.Path,
 		IncludeHidden: in.IncludeHidden, NoIgnore: in.NoIgnore, MaxResults: maxResults,
@@ -68,9 +68,9 @@ func (f *fsTools) glob(ctx context.Context, call *tool.Call) (*tool.Result, erro
 		what: "files", one: "file", found: len(res.Files), shown: shown, max: maxResults,
 		outChars: f.opts.MaxOutputChars, timeout: f.opts.SearchTimeout, noIgnore: in.NoIgnore, res: res,
 	}
-	head := fmt.Sprintf("%s match %q under %s", fsPlural(len(res.Files), "file", "files"), in.Pattern, displayPath(in.Path))
+	head := fmt.Sprintf("%s match %q under %s", fsPlural(len(res.Files), "file", "files"), in.Pattern, fsDisplayPath(in.Path))
 	if len(res.Files) == 1 {
-		head = fmt.Sprintf("1 file matches %q under %s", in.Pattern, displayPath(in.Path))
+		head = fmt.Sprintf("1 file matches %q under %s", in.Pattern, fsDisplayPath(in.Path))
 	}
 	return tool.TextWith(sum.render(head, out.String()), sum.evidence()), nil
 }
@@ -98,14 +98,14 @@ func (f *fsTools) search(ctx context.Context, name string, req sandbox.SearchReq
 }
 
 // capAt returns asked when it is in 1..limit, else limit.
-func capAt(asked, limit int) int {
+func fsCapAt(asked, limit int) int {
 	if asked > 0 && asked < limit {
 		return asked
 	}
 	return limit
 }
 
-func displayPath(p string) string {
+func fsDisplayPath(p string) string {
 	if p == "" {
 		p = "."
 	}

@@ -53,7 +53,7 @@ func (f *fsTools) grepTool() *tool.Tool {
 		Name:        "grep",
 		Description: f.description("grep"),
 		InputSchema: []byte(fmt.Sprintf(grepSchema, maxContextLines, maxContextLines, f.opts.SearchMaxResults, f.opts.SearchMaxResults)),
-		Annotations: readOnly("Search file contents"),
+		Annotations: fsReadOnly("Search file contents"),
 		Handler:     f.grep,
 	})
 }
@@ -63,7 +63,7 @@ func (f *fsTools) grep(ctx context.Context, call *tool.Call) (*tool.Result, erro
 	if err != nil {
 		return nil, err
 	}
-	maxResults := capAt(in.MaxResults, f.opts.SearchMaxResults)
+	maxResults := fsCapAt(in.MaxResults, f.opts.SearchMaxResults)
 	res, err := f.search(ctx, "grep", sandbox.SearchRequest{
 		Mode: sandbox.ModeGrep, Pattern: in.Pattern, Path: in.Path,
 		Include: in.Include, Exclude: in.Exclude, Literal: in.Literal, IgnoreCase: in.IgnoreCase,
@@ -83,9 +83,9 @@ func (f *fsTools) grep(ctx context.Context, call *tool.Call) (*tool.Result, erro
 		files[m.Path] = true
 	}
 	head := fmt.Sprintf("%s in %s for %q under %s", fsPlural(len(res.Matches), "match", "matches"),
-		fsPlural(len(files), "file", "files"), in.Pattern, displayPath(in.Path))
+		fsPlural(len(files), "file", "files"), in.Pattern, fsDisplayPath(in.Path))
 	if len(res.Matches) == 0 {
-		head = fmt.Sprintf("0 matches for %q under %s", in.Pattern, displayPath(in.Path))
+		head = fmt.Sprintf("0 matches for %q under %s", in.Pattern, fsDisplayPath(in.Path))
 	}
 	ev := sum.evidence()
 	ev["files"] = len(files)

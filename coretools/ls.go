@@ -35,7 +35,7 @@ func (f *fsTools) lsTool() *tool.Tool {
 		Name:        "ls",
 		Description: f.description("ls"),
 		InputSchema: []byte(fmt.Sprintf(lsSchema, f.opts.LsMaxDepth, f.opts.LsMaxEntries, f.opts.LsMaxEntries)),
-		Annotations: readOnly("List directory"),
+		Annotations: fsReadOnly("List directory"),
 		Handler:     f.ls,
 	})
 }

@@ -44,7 +44,7 @@ func (f *fsTools) readFileTool() *tool.Tool {
 		Name:        "read_file",
 		Description: f.description("read_file"),
 		InputSchema: []byte(fmt.Sprintf(readSchema, f.opts.ReadMaxLines, f.opts.ReadMaxLines)),
-		Annotations: readOnly("Read file"),
+		Annotations: fsReadOnly("Read file"),
 		Handler:     f.readFile,
 	})
 }
@@ -266,7 +266,7 @@ func formatBinary(p string, res *sandbox.ReadResult) *tool.Result {
 		desc += ", " + size
 	}
 	text := fmt.Sprintf("%s is a binary file (%s), not shown; use execute with xxd or strings for a bounded view, e.g. `xxd -l 512 %s` or `strings -n 8 %s | head -100`",
-		p, desc, shellQuote(p), shellQuote(p))
+		p, desc, fsShellQuote(p), fsShellQuote(p))
 	return tool.TextWith(text, map[string]any{"path": p, "kind": "binary", "bytes": res.Size, "sha256": res.SHA256})
 }
 
@@ -295,7 +295,7 @@ func formatImage(p string, res *sandbox.ReadResult, maxBytes int64) (*tool.Resul
 		}
 		return nil, &tool.Error{Stage: tool.Projection,
 			Msg:  fmt.Sprintf("image %s is too large to show (%s; the limit is %s bytes per image)", p, what, fsCount(maxBytes)),
-			Hint: fmt.Sprintf("make a smaller copy with execute, e.g. `convert %s -resize 1568x1568 -quality 85 %s`, and read that", shellQuote(p), shellQuote(smallName(p)))}
+			Hint: fmt.Sprintf("make a smaller copy with execute, e.g. `convert %s -resize 1568x1568 -quality 85 %s`, and read that", fsShellQuote(p), fsShellQuote(smallName(p)))}
 	}
 	mime := res.MIMEType
 	if mime == "" {
@@ -316,7 +316,7 @@ func formatImage(p string, res *sandbox.ReadResult, maxBytes int64) (*tool.Resul
 }
 
 // shellQuote quotes p for a POSIX shell when it needs it.
-func shellQuote(p string) string {
+func fsShellQuote(p string) string {
 	if p != "" && strings.IndexFunc(p, func(r rune) bool {
 		return !(r == '/' || r == '.' || r == '_' || r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z')
 	}) < 0 {

@@ -29,7 +29,7 @@ func (f *fsTools) writeFileTool() *tool.Tool {
 		Name:        "write_file",
 		Description: f.description("write_file"),
 		InputSchema: []byte(writeSchema),
-		Annotations: destructive("Write file"),
+		Annotations: fsDestructive("Write file"),
 		Handler:     f.writeFile,
 	})
 }
