@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/aibuddy/aibuddy/sandbox"
 )
@@ -13,6 +14,14 @@ type Options struct {
 	// Shell runs commands as Shell -c COMMAND. Default "/bin/sh"; "bash" when
 	// found on PATH is a common choice.
 	Shell string
+	// KillDelay is how long Exec waits after SIGTERM to the command's
+	// process group (on timeout or cancellation) before sending SIGKILL.
+	// Default 2 s.
+	KillDelay time.Duration
+	// DrainGrace is how long Exec keeps reading output after the shell has
+	// exited while descendants still hold the output pipes open; then it
+	// kills the rest of the group and reports Lingering. Default 1 s.
+	DrainGrace time.Duration
 }
 
 // Sandbox is a sandbox.Sandbox rooted at a local folder.

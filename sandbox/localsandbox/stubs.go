@@ -28,7 +28,3 @@ func (s *Sandbox) Edit(ctx context.Context, req sandbox.EditRequest) (*sandbox.E
 func (s *Sandbox) Search(ctx context.Context, req sandbox.SearchRequest) (*sandbox.SearchResult, error) {
 	return nil, sandbox.ErrUnsupported
 }
-
-func (s *Sandbox) Exec(ctx context.Context, req sandbox.ExecRequest) (*sandbox.ExecResult, error) {
-	return nil, sandbox.ErrUnsupported
-}

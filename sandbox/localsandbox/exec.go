@@ -1,0 +1,210 @@
+package localsandbox
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/aibuddy/aibuddy/sandbox"
+)
+
+// Defaults of the Exec-related Options fields.
+const (
+	// DefaultKillDelay is Options.KillDelay when unset: the wait between
+	// SIGTERM and SIGKILL to a stopped command's process group.
+	DefaultKillDelay = 2 * time.Second
+	// DefaultDrainGrace is Options.DrainGrace when unset: how long output
+	// is still read after the shell exits while descendants hold it open.
+	DefaultDrainGrace = 1 * time.Second
+)
+
+// Exec runs req.Command as Options.Shell -c COMMAND (seed: "Long-running
+// execution combines heartbeats, cancellation, and output bounds"; cases
+// BH-021, BH-022, BH-023, BH-025, BH-030).
+//
+//   - Working directory: req.Dir, workspace-relative ("" is the root); an
+//     absolute Dir is accepted only inside the workspace. A Dir that
+//     resolves outside (through "..", an absolute path or a symlink) fails
+//     with a *sandbox.PathError wrapping sandbox.ErrOutsideWorkspace, one
+//     that does not exist with sandbox.ErrNotFound, a file with
+//     sandbox.ErrNotDir. Nothing is started then.
+//   - The command runs in its own session (setsid): no controlling
+//     terminal, and its own process group whose id is the shell's pid.
+//     Stdin is /dev/null, so a prompt for input fails at once.
+//   - Environment: req.Env when non-nil, else [DefaultEnv] (never the
+//     host's whole environment).
+//   - Output: every chunk read from the command's stdout and stderr pipes
+//     is written to req.Stdout / req.Stderr as it arrives (nil discards).
+//     Writes to the two writers are serialized, never concurrent, so they
+//     may share state; a writer must not retain the slice. Exec holds no
+//     output itself. A writer's error stops forwarding to that writer
+//     only; the pipe is still drained. No write happens after Exec returns.
+//   - Stopping: when req.Timeout passes (TimedOut) or ctx is done
+//     (Cancelled), the whole process group gets SIGTERM, then SIGKILL after
+//     Options.KillDelay (default 2 s).
+//   - Lingering output: when the shell has exited but descendants still
+//     hold the output pipes open (a background writer, a process
+//     substitution's tee), output is read for Options.DrainGrace (default
+//     1 s) more; then the group is killed, reading stops and Lingering is
+//     set.
+//   - When Exec returns, no process of the group is left running: the
+//     group is sent SIGKILL after the shell exits, so background jobs do
+//     not outlive the call. A process that left the group (its own setsid)
+//     is not tracked, and reading from its pipes stops at the drain grace.
+//
+// The result's ExitCode is the shell's exit status, -1 when it was ended by
+// a signal; Duration is the wall time from start to the end of reading.
+// Timeouts and cancellation are results, not errors. The error is non-nil
+// only when nothing ran: ctx already done (wrapping ctx.Err()), a bad Dir,
+// or the shell could not be started.
+func (s *Sandbox) Exec(ctx context.Context, req sandbox.ExecRequest) (*sandbox.ExecResult, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("localsandbox: exec: %w", err)
+	}
+	dir, err := s.execDir(req.Dir)
+	if err != nil {
+		return nil, err
+	}
+	env := req.Env
+	if env == nil {
+		env = DefaultEnv(nil)
+	}
+	killDelay, drainGrace := s.opts.KillDelay, s.opts.DrainGrace
+	if killDelay <= 0 {
+		killDelay = DefaultKillDelay
+	}
+	if drainGrace <= 0 {
+		drainGrace = DefaultDrainGrace
+	}
+	return s.run(ctx, req, runSpec{dir: dir, env: env, killDelay: killDelay, drainGrace: drainGrace})
+}
+
+// runSpec is what Exec resolved before starting the platform runner.
+type runSpec struct {
+	dir        string // absolute, symlinks resolved, inside the workspace
+	env        []string
+	killDelay  time.Duration
+	drainGrace time.Duration
+}
+
+// execDir resolves a workspace-relative (or absolute, inside) directory to
+// an absolute host path for the command's working directory.
+func (s *Sandbox) execDir(rel string) (string, error) {
+	fail := func(reason string, err error) (string, error) {
+		return "", &sandbox.PathError{Op: sandbox.OpExec, Path: rel, Reason: reason, Err: err}
+	}
+	p := filepath.FromSlash(rel)
+	if p == "" {
+		p = "."
+	}
+	if filepath.IsAbs(p) {
+		r, err := filepath.Rel(s.dir, filepath.Clean(p))
+		if err != nil {
+			return fail("absolute path", sandbox.ErrOutsideWorkspace)
+		}
+		p = r
+	}
+	p = filepath.Clean(p)
+	if p != "." && !filepath.IsLocal(p) {
+		return fail("", sandbox.ErrOutsideWorkspace)
+	}
+	real, err := filepath.EvalSymlinks(filepath.Join(s.dir, p))
+	if err != nil {
+		if os.IsNotExist(err) {
+			return fail("", sandbox.ErrNotFound)
+		}
+		return fail("", err)
+	}
+	if r, err := filepath.Rel(s.dir, real); err != nil || (r != "." && !filepath.IsLocal(r)) {
+		return fail("via symlink -> "+real, sandbox.ErrOutsideWorkspace)
+	}
+	// Confirm through the root handle as well: os.Root refuses any escape.
+	fi, err := s.root.Stat(p)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return fail("", sandbox.ErrNotFound)
+		}
+		return fail(err.Error(), sandbox.ErrOutsideWorkspace)
+	}
+	if !fi.IsDir() {
+		return fail("", sandbox.ErrNotDir)
+	}
+	return real, nil
+}
+
+// defaultEnvFixed are set in every default environment, whatever the host
+// has: colour off at the source (BH-026), no pager, no editor, no terminal
+// prompt (BH-025).
+var defaultEnvFixed = []string{
+	"NO_COLOR=1",
+	"TERM=dumb",
+	"GIT_TERMINAL_PROMPT=0",
+	"PAGER=cat",
+	"GIT_PAGER=cat",
+	"GIT_EDITOR=true",
+	"EDITOR=true",
+	"VISUAL=true",
+}
+
+// defaultEnvHost are taken from the host when set there.
+var defaultEnvHost = []string{"PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "USER", "SHELL"}
+
+// DefaultEnv builds the safe default environment of a command, as
+// KEY=VALUE sorted by key: PATH, HOME, LANG, LC_ALL, TMPDIR, USER and SHELL
+// from the host when set there (PATH defaults to
+// /usr/local/bin:/usr/bin:/bin, LANG to C.UTF-8 when neither LANG nor
+// LC_ALL is set), plus NO_COLOR=1, TERM=dumb, GIT_TERMINAL_PROMPT=0,
+// PAGER=cat, GIT_PAGER=cat, GIT_EDITOR=true, EDITOR=true and VISUAL=true
+// (BH-025, BH-026). The host's other variables (tokens, keys) are never
+// included.
+//
+// passThrough names further host variables to copy when set (configured by
+// the operator, e.g. GOPATH or a proxy); they override the defaults above,
+// so a configured PAGER wins. lookup reads the host environment; nil means
+// os.LookupEnv.
+func DefaultEnv(lookup func(string) (string, bool), passThrough ...string) []string {
+	if lookup == nil {
+		lookup = os.LookupEnv
+	}
+	m := map[string]string{}
+	for _, kv := range defaultEnvFixed {
+		k, v, _ := strings.Cut(kv, "=")
+		m[k] = v
+	}
+	for _, k := range defaultEnvHost {
+		if v, ok := lookup(k); ok {
+			m[k] = v
+		}
+	}
+	if _, ok := m["PATH"]; !ok {
+		m["PATH"] = "/usr/local/bin:/usr/bin:/bin"
+	}
+	if m["LANG"] == "" && m["LC_ALL"] == "" {
+		m["LANG"] = "C.UTF-8"
+	}
+	for _, k := range passThrough {
+		if k == "" || strings.ContainsRune(k, '=') {
+			continue
+		}
+		if v, ok := lookup(k); ok {
+			m[k] = v
+		}
+	}
+	env := make([]string, 0, len(m))
+	for k, v := range m {
+		env = append(env, k+"="+v)
+	}
+	slices.Sort(env)
+	return env
+}
+
+// ExecEnv is [DefaultEnv] over the host environment with the given
+// pass-through names. Tool layers find it by type assertion to add
+// configured variables without knowing the adapter.
+func (s *Sandbox) ExecEnv(passThrough []string) []string {
+	return DefaultEnv(nil, passThrough...)
+}

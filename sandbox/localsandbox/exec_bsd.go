@@ -1,0 +1,12 @@
+//go:build unix && !linux
+
+package localsandbox
+
+import "os"
+
+// waitExited reports false: the caller reaps with cmd.Wait (the group id
+// may then be reused in a rare race before the final group kill).
+func waitExited(pid int) bool { return false }
+
+// growPipe is a no-op where the pipe size cannot be set.
+func growPipe(f *os.File) {}

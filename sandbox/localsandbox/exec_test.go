@@ -1,0 +1,505 @@
+//go:build unix
+
+package localsandbox
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/aibuddy/aibuddy/sandbox"
+)
+
+// hangBound is the generous upper bound that proves "does not hang"; the
+// speed goals themselves live in the benchmark.
+const hangBound = 10 * time.Second
+
+func newExecSandbox(t *testing.T, opts *Options) (*Sandbox, string) {
+	t.Helper()
+	dir := t.TempDir()
+	sb, err := New(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sb.Close() })
+	return sb, sb.Workspace()
+}
+
+// capture is a writer that fails the test if written after the Exec call
+// returned (closed is set by the caller then).
+type capture struct {
+	t      *testing.T
+	buf    bytes.Buffer // no lock: Exec serializes writes (the race detector checks it)
+	closed atomic.Bool
+}
+
+func (c *capture) Write(p []byte) (int, error) {
+	if c.closed.Load() {
+		c.t.Errorf("write after Exec returned: %q", p)
+	}
+	return c.buf.Write(p)
+}
+
+type execRun struct {
+	res       *sandbox.ExecResult
+	err       error
+	out, err2 string // stdout, stderr
+	elapsed   time.Duration
+}
+
+// runExec runs req with fresh capture writers (stdout and stderr share one
+// when shared is set) and checks that it returned within hangBound.
+func runExec(t *testing.T, ctx context.Context, sb *Sandbox, req sandbox.ExecRequest) execRun {
+	t.Helper()
+	out, errw := &capture{t: t}, &capture{t: t}
+	req.Stdout, req.Stderr = out, errw
+	start := time.Now()
+	res, err := sb.Exec(ctx, req)
+	out.closed.Store(true)
+	errw.closed.Store(true)
+	r := execRun{res: res, err: err, out: out.buf.String(), err2: errw.buf.String(), elapsed: time.Since(start)}
+	if r.elapsed > hangBound {
+		t.Errorf("Exec took %v, more than the %v bound", r.elapsed, hangBound)
+	}
+	return r
+}
+
+// firstLinePID parses the first line of out as the shell's pid ($$), which
+// is the command's process group id.
+func firstLinePID(t *testing.T, out string) int {
+	t.Helper()
+	line, _, _ := strings.Cut(out, "\n")
+	pid, err := strconv.Atoi(strings.TrimSpace(line))
+	if err != nil || pid <= 1 {
+		t.Fatalf("no pid on the first output line: %q", out)
+	}
+	return pid
+}
+
+// assertGroupGone checks that no live process of group pgid remains:
+// kill(-pgid, 0) fails with ESRCH, or every member left is a zombie (this
+// host's PID 1 does not reap orphans, and a zombie is already dead).
+func assertGroupGone(t *testing.T, pgid int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		err := syscall.Kill(-pgid, 0)
+		if errors.Is(err, syscall.ESRCH) {
+			return
+		}
+		live := liveMembers(pgid)
+		if len(live) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("process group %d still has live members: %v", pgid, live)
+			syscall.Kill(-pgid, syscall.SIGKILL)
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// liveMembers lists the non-zombie processes whose process group is pgid,
+// from /proc/<pid>/stat ("pid (comm) state ppid pgrp ...").
+func liveMembers(pgid int) []string {
+	ents, _ := os.ReadDir("/proc")
+	var live []string
+	for _, e := range ents {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(s[i+1:])
+		if len(f) < 3 || f[0] == "Z" || f[0] == "X" {
+			continue
+		}
+		if g, _ := strconv.Atoi(f[2]); g == pgid {
+			live = append(live, e.Name()+" "+s[:i+1]+" "+f[0])
+		}
+	}
+	return live
+}
+
+func TestExecExitCodeAndStreams(t *testing.T) {
+	sb, _ := newExecSandbox(t, nil)
+	r := runExec(t, context.Background(), sb, sandbox.ExecRequest{Command: "echo out; echo err >&2; exit 3"})
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if r.res.ExitCode != 3 || r.res.TimedOut || r.res.Cancelled || r.res.Lingering {
+		t.Errorf("result = %+v, want exit 3 and no flags", r.res)
+	}
+	if r.out != "out\n" || r.err2 != "err\n" {
+		t.Errorf("stdout %q stderr %q", r.out, r.err2)
+	}
+	if r.res.Duration <= 0 {
+		t.Errorf("Duration = %v", r.res.Duration)
+	}
+}
+
+func TestExecSharedWriterSerialized(t *testing.T) {
+	// One unsynchronized buffer for both streams: the race detector fails
+	// this test if Exec ever writes concurrently.
+	sb, _ := newExecSandbox(t, nil)
+	var buf bytes.Buffer
+	res, err := sb.Exec(context.Background(), sandbox.ExecRequest{
+		Command: "for i in $(seq 1 200); do echo o$i; echo e$i >&2; done",
+		Stdout:  &buf, Stderr: &buf,
+	})
+	if err != nil || res.ExitCode != 0 {
+		t.Fatal(res, err)
+	}
+	if n := strings.Count(buf.String(), "\n"); n != 400 {
+		t.Errorf("got %d lines, want 400", n)
+	}
+}
+
+func TestExecStreamsWhileRunning(t *testing.T) {
+	sb, _ := newExecSandbox(t, nil)
+	first := make(chan struct{})
+	var once sync.Once
+	w := writerFunc(func(p []byte) (int, error) {
+		if bytes.Contains(p, []byte("first")) {
+			once.Do(func() { close(first) })
+		}
+		return len(p), nil
+	})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sb.Exec(context.Background(), sandbox.ExecRequest{Command: "echo first; sleep 2; echo second", Stdout: w})
+	}()
+	select {
+	case <-first:
+		select {
+		case <-done:
+			t.Fatal("first chunk arrived only when the command had finished")
+		default:
+		}
+	case <-done:
+		t.Fatal("Exec returned before streaming the first line")
+	case <-time.After(hangBound):
+		t.Fatal("no output while the command ran")
+	}
+	<-done
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+func TestExecWriterErrorStillDrains(t *testing.T) {
+	sb, _ := newExecSandbox(t, nil)
+	w := writerFunc(func(p []byte) (int, error) { return 0, errors.New("sink full") })
+	// 4 MiB exceeds any pipe buffer: if draining stopped, the command would block.
+	res, err := sb.Exec(context.Background(), sandbox.ExecRequest{Command: "head -c 4194304 /dev/zero", Stdout: w})
+	if err != nil || res.ExitCode != 0 || res.Lingering {
+		t.Fatalf("res %+v err %v", res, err)
+	}
+}
+
+func TestExecDirConfined(t *testing.T) {
+	sb, ws := newExecSandbox(t, nil)
+	outside := t.TempDir()
+	must(t, os.MkdirAll(filepath.Join(ws, "sub", "deep"), 0o755))
+	must(t, os.WriteFile(filepath.Join(ws, "file.txt"), []byte("x"), 0o644))
+	must(t, os.Symlink(outside, filepath.Join(ws, "leak")))
+	must(t, os.Symlink("sub/deep", filepath.Join(ws, "inlink")))
+
+	for _, tc := range []struct {
+		dir  string
+		want error
+	}{
+		{"..", sandbox.ErrOutsideWorkspace},
+		{"sub/../../x", sandbox.ErrOutsideWorkspace},
+		{outside, sandbox.ErrOutsideWorkspace},
+		{"leak", sandbox.ErrOutsideWorkspace},
+		{"missing", sandbox.ErrNotFound},
+		{"file.txt", sandbox.ErrNotDir},
+	} {
+		marker := filepath.Join(outside, "ran")
+		res, err := sb.Exec(context.Background(), sandbox.ExecRequest{Dir: tc.dir, Command: "touch " + marker})
+		var pe *sandbox.PathError
+		if !errors.Is(err, tc.want) || !errors.As(err, &pe) || res != nil {
+			t.Errorf("Dir %q: res %v err %v, want *PathError wrapping %v", tc.dir, res, err, tc.want)
+		}
+		if _, err := os.Stat(marker); err == nil {
+			t.Errorf("Dir %q: the command ran", tc.dir)
+		}
+	}
+	for dir, want := range map[string]string{
+		"":                          "",
+		".":                         "",
+		"sub/deep":                  "sub/deep",
+		"inlink":                    "sub/deep",
+		filepath.Join(ws, "sub"):    "sub",
+		"sub/deep/../../sub/./deep": "sub/deep",
+	} {
+		r := runExec(t, context.Background(), sb, sandbox.ExecRequest{Dir: dir, Command: "pwd -P"})
+		if r.err != nil {
+			t.Errorf("Dir %q: %v", dir, r.err)
+			continue
+		}
+		if got := strings.TrimSpace(r.out); got != filepath.Join(ws, want) {
+			t.Errorf("Dir %q: pwd %q, want %q", dir, got, filepath.Join(ws, want))
+		}
+	}
+}
+
+func TestExecStdinAndTerminal(t *testing.T) {
+	sb, _ := newExecSandbox(t, nil)
+	// read gets EOF at once; cat ends at once; /dev/tty cannot be opened
+	// (no controlling terminal); the shell leads its own session.
+	r := runExec(t, context.Background(), sb, sandbox.ExecRequest{
+		Command: `read x; echo "read=$?"; cat; echo cat-done; (: </dev/tty) 2>/dev/null && echo tty || echo notty; ps -o sid= -p $$; echo $$`,
+	})
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	lines := strings.Fields(r.out)
+	if len(lines) != 5 || lines[0] != "read=1" || lines[1] != "cat-done" || lines[2] != "notty" || lines[3] != lines[4] {
+		t.Errorf("stdout %q: want read=1, cat-done, notty, and sid == $$", r.out)
+	}
+}
+
+func TestExecDefaultEnv(t *testing.T) {
+	t.Setenv("AIBUDDY_TEST_SECRET_TOKEN", "s3cret")
+	sb, _ := newExecSandbox(t, nil)
+	r := runExec(t, context.Background(), sb, sandbox.ExecRequest{Command: "env"})
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if strings.Contains(r.out, "s3cret") {
+		t.Errorf("host secret leaked into the default environment:\n%s", r.out)
+	}
+	for _, kv := range []string{"NO_COLOR=1", "TERM=dumb", "GIT_TERMINAL_PROMPT=0", "PAGER=cat", "GIT_PAGER=cat",
+		"GIT_EDITOR=true", "EDITOR=true", "VISUAL=true", "PATH=" + os.Getenv("PATH")} {
+		if !strings.Contains("\n"+r.out, "\n"+kv+"\n") {
+			t.Errorf("env lacks %s:\n%s", kv, r.out)
+		}
+	}
+	// An explicit Env is used as is.
+	r = runExec(t, context.Background(), sb, sandbox.ExecRequest{Command: "env", Env: []string{"ONLY=1"}})
+	// (os/exec adds PWD for the working directory.)
+	if got := strings.Fields(r.out); len(got) != 2 || got[0] != "ONLY=1" || !strings.HasPrefix(got[1], "PWD=") {
+		t.Errorf("explicit Env: got %q", r.out)
+	}
+}
+
+func TestDefaultEnvBuilder(t *testing.T) {
+	host := map[string]string{"PATH": "/p", "HOME": "/h", "AWS_SECRET_ACCESS_KEY": "k", "PAGER": "less", "GOPATH": "/g"}
+	lookup := func(k string) (string, bool) { v, ok := host[k]; return v, ok }
+	env := DefaultEnv(lookup)
+	got := strings.Join(env, "\n")
+	for _, want := range []string{"PATH=/p", "HOME=/h", "LANG=C.UTF-8", "PAGER=cat", "TERM=dumb"} {
+		if !strings.Contains("\n"+got+"\n", "\n"+want+"\n") {
+			t.Errorf("DefaultEnv lacks %s: %v", want, env)
+		}
+	}
+	if strings.Contains(got, "AWS_") || strings.Contains(got, "GOPATH") || strings.Contains(got, "LC_ALL") {
+		t.Errorf("DefaultEnv copied a variable it should not: %v", env)
+	}
+	env = DefaultEnv(lookup, "GOPATH", "PAGER", "MISSING", "BAD=NAME")
+	got = "\n" + strings.Join(env, "\n") + "\n"
+	if !strings.Contains(got, "\nGOPATH=/g\n") || !strings.Contains(got, "\nPAGER=less\n") || !strings.Contains(got, "\nGIT_PAGER=cat\n") ||
+		strings.Contains(got, "MISSING") {
+		t.Errorf("pass-through: %v", env)
+	}
+	host["LC_ALL"] = "de_DE.UTF-8"
+	if got := strings.Join(DefaultEnv(lookup), "\n"); strings.Contains(got, "LANG=") || !strings.Contains(got, "LC_ALL=de_DE.UTF-8") {
+		t.Errorf("LC_ALL set: LANG should not default: %s", got)
+	}
+}
+
+func TestExecContextAlreadyDone(t *testing.T) {
+	sb, ws := newExecSandbox(t, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	res, err := sb.Exec(ctx, sandbox.ExecRequest{Command: "touch ran"})
+	if !errors.Is(err, context.Canceled) || res != nil {
+		t.Errorf("res %v err %v, want context.Canceled", res, err)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "ran")); err == nil {
+		t.Error("the command ran")
+	}
+}
+
+// BH-021: a chatty background process after the foreground ends.
+func TestExecBH021BackgroundWriter(t *testing.T) {
+	sb, _ := newExecSandbox(t, nil)
+	r := runExec(t, context.Background(), sb, sandbox.ExecRequest{
+		Command: "echo $$; (while :; do echo tick; sleep 0.1; done) & sleep 1; echo fg-done",
+	})
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	pgid := firstLinePID(t, r.out)
+	if r.res.ExitCode != 0 || !r.res.Lingering || r.res.TimedOut || r.res.Cancelled {
+		t.Errorf("result %+v: want exit 0, Lingering", r.res)
+	}
+	if ticks := strings.Count(r.out, "tick"); ticks < 3 || !strings.Contains(r.out, "fg-done") {
+		t.Errorf("output %q: want ticks and fg-done", r.out)
+	}
+	assertGroupGone(t, pgid)
+}
+
+// A background job that does not hold the output still does not outlive
+// the call.
+func TestExecBackgroundJobKilled(t *testing.T) {
+	sb, _ := newExecSandbox(t, nil)
+	r := runExec(t, context.Background(), sb, sandbox.ExecRequest{Command: "echo $$; sleep 300 >/dev/null 2>&1 & echo started"})
+	if r.err != nil || r.res.ExitCode != 0 || r.res.Lingering {
+		t.Fatalf("res %+v err %v", r.res, r.err)
+	}
+	assertGroupGone(t, firstLinePID(t, r.out))
+}
+
+// BH-022: timeout kills the tree, not the wrapper.
+func TestExecBH022TimeoutKillsTree(t *testing.T) {
+	sb, ws := newExecSandbox(t, nil)
+	for _, cmd := range []string{
+		"echo $$; sleep 600 | cat",
+		"echo $$; mkfifo q; (while :; do date +%s; sleep 1; done) > q & cat q",
+	} {
+		t.Run(strings.Fields(cmd)[2], func(t *testing.T) {
+			os.Remove(filepath.Join(ws, "q"))
+			r := runExec(t, context.Background(), sb, sandbox.ExecRequest{Command: cmd, Timeout: 2 * time.Second})
+			if r.err != nil {
+				t.Fatal(r.err)
+			}
+			pgid := firstLinePID(t, r.out)
+			if !r.res.TimedOut || r.res.Cancelled || r.res.ExitCode != -1 {
+				t.Errorf("result %+v: want TimedOut, exit -1", r.res)
+			}
+			if r.res.Duration < 2*time.Second {
+				t.Errorf("Duration %v < timeout", r.res.Duration)
+			}
+			if strings.Contains(cmd, "fifo") && strings.Count(r.out, "\n") < 2 {
+				t.Errorf("partial output lost: %q", r.out)
+			}
+			assertGroupGone(t, pgid)
+		})
+	}
+}
+
+// A group that ignores SIGTERM gets SIGKILL after KillDelay.
+func TestExecTermIgnoredThenKilled(t *testing.T) {
+	sb, _ := newExecSandbox(t, &Options{KillDelay: 300 * time.Millisecond})
+	r := runExec(t, context.Background(), sb, sandbox.ExecRequest{
+		Command: `trap '' TERM; echo $$; sh -c 'trap "" TERM; while :; do sleep 0.05; done' & while :; do sleep 0.05; done`,
+		Timeout: 300 * time.Millisecond,
+	})
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if !r.res.TimedOut || r.res.ExitCode != -1 {
+		t.Errorf("result %+v", r.res)
+	}
+	assertGroupGone(t, firstLinePID(t, r.out))
+}
+
+// BH-023: a process-substitution grandchild holds stdout.
+func TestExecBH023ProcessSubstitution(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("bash not found")
+	}
+	sb, ws := newExecSandbox(t, &Options{Shell: "bash"})
+	for _, tc := range []struct {
+		name, cmd string
+		lingering bool
+	}{
+		{"control", "echo $$ >pgid; exec > >(tee -a run.log) 2>&1; echo built; exit 0", false},
+		{"detached", "echo $$ >pgid; exec > >(tee -a run.log) 2>&1; (sleep 20 &); echo built; exit 0", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			os.Remove(filepath.Join(ws, "run.log"))
+			r := runExec(t, context.Background(), sb, sandbox.ExecRequest{Command: tc.cmd})
+			if r.err != nil {
+				t.Fatal(r.err)
+			}
+			if r.res.ExitCode != 0 || r.res.TimedOut || r.res.Cancelled {
+				t.Errorf("result %+v", r.res)
+			}
+			if tc.lingering && !r.res.Lingering {
+				t.Errorf("Lingering not reported: %+v", r.res)
+			}
+			if strings.TrimSpace(r.out) != "built" {
+				t.Errorf("stdout %q, want built", r.out)
+			}
+			log, _ := os.ReadFile(filepath.Join(ws, "run.log"))
+			if strings.TrimSpace(string(log)) != "built" {
+				t.Errorf("run.log %q, want built", log)
+			}
+			b, _ := os.ReadFile(filepath.Join(ws, "pgid"))
+			assertGroupGone(t, firstLinePID(t, string(b)))
+		})
+	}
+}
+
+// BH-025: editors and pagers never wait for a terminal.
+func TestExecBH025EditorAndPager(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not found")
+	}
+	sb, _ := newExecSandbox(t, nil)
+	setup := `git init -q . && git config user.email t@example.com && git config user.name T &&
+		for i in $(seq 1 60); do git commit -q --allow-empty -m "commit $i" || exit 1; done`
+	if r := runExec(t, context.Background(), sb, sandbox.ExecRequest{Command: setup}); r.err != nil || r.res.ExitCode != 0 {
+		t.Fatalf("setup: %+v %v %s", r.res, r.err, r.err2)
+	}
+	r := runExec(t, context.Background(), sb, sandbox.ExecRequest{Command: "git commit --allow-empty", Timeout: 30 * time.Second})
+	if r.err != nil || r.res.TimedOut {
+		t.Fatalf("git commit: %+v %v", r.res, r.err)
+	}
+	if r.res.ExitCode == 0 {
+		t.Logf("git committed with the default message")
+	} else if !strings.Contains(r.err2+r.out, "empty commit message") {
+		t.Errorf("git commit exit %d, output %q %q", r.res.ExitCode, r.out, r.err2)
+	}
+	r = runExec(t, context.Background(), sb, sandbox.ExecRequest{Command: "git log", Timeout: 30 * time.Second})
+	if r.err != nil || r.res.ExitCode != 0 || strings.Count(r.out, "commit ") < 60 {
+		t.Errorf("git log: %+v %v, %d commits shown", r.res, r.err, strings.Count(r.out, "\ncommit "))
+	}
+}
+
+// BH-030: cancellation stops the whole tree and still yields a result.
+func TestExecBH030Cancel(t *testing.T) {
+	sb, _ := newExecSandbox(t, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	time.AfterFunc(time.Second, cancel)
+	r := runExec(t, ctx, sb, sandbox.ExecRequest{Command: "echo $$; sh -c 'sleep 300 & sleep 300'"})
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if !r.res.Cancelled || r.res.TimedOut || r.res.ExitCode != -1 || r.res.Duration < time.Second {
+		t.Errorf("result %+v: want Cancelled, exit -1, Duration >= 1s", r.res)
+	}
+	assertGroupGone(t, firstLinePID(t, r.out))
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,189 @@
+//go:build unix
+
+package localsandbox
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/aibuddy/aibuddy/sandbox"
+)
+
+// readChunk is the size of one read from an output pipe (bytes).
+const readChunk = 64 << 10
+
+// finalDrain bounds how long reading continues after the group got SIGKILL
+// at the end, so output already in the pipes is not lost.
+const finalDrain = 250 * time.Millisecond
+
+func (s *Sandbox) run(ctx context.Context, req sandbox.ExecRequest, spec runSpec) (*sandbox.ExecResult, error) {
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("localsandbox: exec: %w", err)
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		return nil, fmt.Errorf("localsandbox: exec: %w", err)
+	}
+	defer outR.Close()
+	defer errR.Close()
+	growPipe(outW)
+	growPipe(errW)
+
+	cmd := exec.Command(s.opts.Shell, "-c", req.Command)
+	cmd.Dir = spec.dir
+	cmd.Env = spec.env
+	cmd.Stdin = nil // the null device
+	cmd.Stdout = outW
+	cmd.Stderr = errW
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	start := time.Now()
+	err = cmd.Start()
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		return nil, fmt.Errorf("localsandbox: exec: start %s: %w", s.opts.Shell, err)
+	}
+	pgid := cmd.Process.Pid // setsid: the shell leads its own group
+
+	var mu sync.Mutex // serializes writes to req.Stdout and req.Stderr
+	var readers sync.WaitGroup
+	readers.Add(2)
+	go pump(outR, req.Stdout, &mu, &readers)
+	go pump(errR, req.Stderr, &mu, &readers)
+	drained := make(chan struct{})
+	go func() { readers.Wait(); close(drained) }()
+
+	// The shell is observed exiting without being reaped where the platform
+	// allows (waitid WNOWAIT): its pid, which is the group id, cannot be
+	// reused before the final group kill below.
+	exited := make(chan struct{})
+	var reaped bool
+	var waitErr error
+	go func() {
+		if !waitExited(cmd.Process.Pid) {
+			reaped, waitErr = true, cmd.Wait()
+		}
+		close(exited)
+	}()
+
+	res := &sandbox.ExecResult{}
+	var timeoutC, killC, graceC <-chan time.Time
+	if req.Timeout > 0 {
+		t := time.NewTimer(req.Timeout)
+		defer t.Stop()
+		timeoutC = t.C
+	}
+	ctxDone := ctx.Done()
+	exitedC, drainedC := (<-chan struct{})(exited), (<-chan struct{})(drained)
+	stopping, shellDone, outputDone, killed := false, false, false, false
+	stop := func() {
+		timeoutC, ctxDone = nil, nil
+		if stopping {
+			return
+		}
+		stopping = true
+		killGroup(pgid, syscall.SIGTERM)
+		t := time.NewTimer(spec.killDelay)
+		killC = t.C
+	}
+	for !(shellDone && (outputDone || killed)) {
+		select {
+		case <-exitedC:
+			exitedC, shellDone = nil, true
+			if !outputDone {
+				t := time.NewTimer(spec.drainGrace)
+				defer t.Stop()
+				graceC = t.C
+			}
+		case <-drainedC:
+			drainedC, outputDone = nil, true
+		case <-timeoutC:
+			res.TimedOut = true
+			stop()
+		case <-ctxDone:
+			res.Cancelled = true
+			stop()
+		case <-killC:
+			killC = nil
+			killGroup(pgid, syscall.SIGKILL)
+			killed = true
+			if shellDone && !outputDone {
+				res.Lingering = true
+			}
+		case <-graceC:
+			graceC = nil
+			killGroup(pgid, syscall.SIGKILL)
+			killed = true
+			if !outputDone {
+				res.Lingering = true
+			}
+		}
+	}
+	// Nothing of the group outlives the call, output holders or not.
+	killGroup(pgid, syscall.SIGKILL)
+	if !outputDone {
+		// Take what the killed processes left in the pipes, then stop
+		// reading: a process outside the group may still hold them open.
+		select {
+		case <-drained:
+		case <-time.After(finalDrain):
+		}
+		now := time.Now()
+		outR.SetReadDeadline(now)
+		errR.SetReadDeadline(now)
+		<-drained
+	}
+	if !reaped {
+		waitErr = cmd.Wait()
+	}
+	res.Duration = time.Since(start)
+	res.ExitCode = -1
+	if cmd.ProcessState != nil {
+		res.ExitCode = cmd.ProcessState.ExitCode()
+	} else if waitErr != nil {
+		return res, fmt.Errorf("localsandbox: exec: wait: %w", waitErr)
+	}
+	return res, nil
+}
+
+// pump copies r to w chunk by chunk until EOF or a read error (including
+// the read deadline set to stop it). After a write error it keeps reading
+// and discards, so the writer side never blocks on a full pipe.
+func pump(r *os.File, w io.Writer, mu *sync.Mutex, wg *sync.WaitGroup) {
+	defer wg.Done()
+	buf := make([]byte, readChunk)
+	for {
+		n, err := r.Read(buf)
+		if n > 0 && w != nil {
+			mu.Lock()
+			_, werr := w.Write(buf[:n])
+			mu.Unlock()
+			if werr != nil {
+				w = nil
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// killGroup sends sig to every process in the group pgid. A group that no
+// longer exists is not an error.
+func killGroup(pgid int, sig syscall.Signal) {
+	if pgid <= 1 {
+		return
+	}
+	// ESRCH (the group is gone) and EPERM (a member changed credentials)
+	// leave nothing more to do.
+	_ = syscall.Kill(-pgid, sig)
+}
