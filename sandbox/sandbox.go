@@ -287,12 +287,15 @@ type SearchRequest struct {
 
 // Match is one matching line.
 type Match struct {
-	Path   string // workspace-relative
-	Line   int    // 1-based
-	Text   string // the line, clipped to a window around the match
-	Chars  int    // characters in the whole line
-	Before []Line // context lines before
-	After  []Line // context lines after
+	Path  string // workspace-relative
+	Line  int    // 1-based
+	Text  string // the line, clipped to a window around the match
+	Chars int    // characters in the whole line
+	// TextStart is the characters of the line before Text: 0 unless the
+	// window around the match was cut at the start.
+	TextStart int
+	Before    []Line // context lines before
+	After     []Line // context lines after
 }
 
 // FileHit is one file found by glob (or a file with grep matches).
@@ -309,6 +312,17 @@ type SearchResult struct {
 	Partial       bool      // ctx's deadline stopped the walk early
 	FilesSearched int       // files opened (grep) or tested (glob)
 	SkippedHidden []string  // hidden directories not descended (workspace-relative)
+	// Total counts everything that matched: files (glob) or matching lines
+	// (grep), at least len(Files) / len(Matches); exact unless Partial.
+	Total int
+	// SkippedHiddenFiles counts dot-files left out because IncludeHidden
+	// was false.
+	SkippedHiddenFiles int
+	// SkippedBinary counts files grep left out because they look binary.
+	SkippedBinary int
+	// Ignored counts files and directories pruned by .gitignore rules (a
+	// pruned directory counts once, its contents not at all).
+	Ignored int
 }
 
 // ExecRequest runs Command with /bin/sh -c (or the adapter's shell).

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/aibuddy/aibuddy/sandbox"
@@ -14,6 +15,19 @@ type Options struct {
 	// Shell runs commands as Shell -c COMMAND. Default "/bin/sh"; "bash" when
 	// found on PATH is a common choice.
 	Shell string
+
+	// MaxEditBytes is the largest file, in bytes, that Edit loads.
+	// Default 64 MiB; a larger file fails with sandbox.ErrUnsupported.
+	MaxEditBytes int64
+	// MaxCountBytes bounds, in bytes, how far Read keeps counting lines
+	// after the requested window (for TotalLines). Past it TotalLines is
+	// -1; the SHA-256 still covers the whole file. Default 64 MiB.
+	MaxCountBytes int64
+	// MaxSearchLineBytes is the window, in bytes, in which grep matches one
+	// line; a longer line is matched window by window with a 4 KiB overlap
+	// (a regexp match longer than the overlap that straddles two windows
+	// can be missed). Default 1 MiB.
+	MaxSearchLineBytes int
 	// KillDelay is how long Exec waits after SIGTERM to the command's
 	// process group (on timeout or cancellation) before sending SIGKILL.
 	// Default 2 s.
@@ -29,6 +43,9 @@ type Sandbox struct {
 	dir  string   // absolute, symlinks resolved
 	root *os.Root // all file access goes through this handle
 	opts Options
+
+	given   string     // absolute as given to New, before resolving symlinks
+	writeMu sync.Mutex // serializes Write and Edit (read-modify-write)
 }
 
 var _ sandbox.Sandbox = (*Sandbox)(nil)
@@ -41,6 +58,7 @@ func New(dir string, opts *Options) (*Sandbox, error) {
 	if err != nil {
 		return nil, fmt.Errorf("localsandbox: workspace %q: %w", dir, err)
 	}
+	given := abs
 	abs, err = filepath.EvalSymlinks(abs)
 	if err != nil {
 		return nil, fmt.Errorf("localsandbox: workspace %q: %w", dir, err)
@@ -49,7 +67,7 @@ func New(dir string, opts *Options) (*Sandbox, error) {
 	if err != nil {
 		return nil, fmt.Errorf("localsandbox: workspace %q: %w", dir, err)
 	}
-	s := &Sandbox{dir: abs, root: root}
+	s := &Sandbox{dir: abs, root: root, given: given}
 	if opts != nil {
 		s.opts = *opts
 	}
