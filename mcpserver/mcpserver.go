@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -89,48 +90,73 @@ func describe(t *tool.Tool) *mcp.Tool {
 func handler(set *capability.Set, name string, o *Options) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		call := &tool.Call{ID: o.NewCallID(), Name: name, Input: req.Params.Arguments}
+		var p *progress
 		if token := req.Params.GetProgressToken(); token != nil && req.Session != nil {
-			p := &progress{ctx: ctx, session: req.Session, token: token, interval: o.ProgressInterval}
+			p = &progress{ctx: ctx, session: req.Session, token: token, interval: o.ProgressInterval}
 			call.Events = p.send
 		}
 		res := set.Call(ctx, call)
+		if p != nil {
+			p.flush()
+		}
 		return toMCP(call.ID, res), nil
 	}
 }
 
 // progress turns a call's transient events into notifications/progress.
-// Output chunks are coalesced to at most one notification per interval; the
-// message carries the latest output text, clipped to 1,000 characters.
+// Output chunks are buffered and sent at most once per interval (and once
+// more when the call ends), each message holding the output since the last
+// one, clipped to its last 1,000 characters. Heartbeats go out at once.
 type progress struct {
 	ctx      context.Context
 	session  *mcp.ServerSession
 	token    any
 	interval time.Duration
 
-	mu   sync.Mutex
-	n    float64
-	last time.Time
+	mu      sync.Mutex
+	n       float64
+	lastOut time.Time
+	pending []byte
 }
 
 func (p *progress) send(e tool.Event) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	var msg string
 	switch e.Kind {
 	case tool.EventHeartbeat:
-		msg = "running"
+		p.notify("running")
 	case tool.EventProgress:
-		msg = e.Message
+		p.notify(e.Message)
 	case tool.EventStdout, tool.EventStderr:
-		if time.Since(p.last) < p.interval {
-			return
+		p.pending = append(p.pending, e.Data...)
+		if len(p.pending) > 8<<10 {
+			p.pending = append(p.pending[:0], p.pending[len(p.pending)-4<<10:]...)
 		}
-		msg = clip(string(e.Data), 1000)
-	default:
+		if time.Since(p.lastOut) >= p.interval {
+			p.flushLocked()
+		}
+	}
+}
+
+// flush sends buffered output, if any.
+func (p *progress) flush() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.flushLocked()
+}
+
+func (p *progress) flushLocked() {
+	if len(p.pending) == 0 {
 		return
 	}
+	msg := clip(strings.ToValidUTF8(string(p.pending), "\uFFFD"), 1000)
+	p.pending = p.pending[:0]
+	p.lastOut = time.Now()
+	p.notify(msg)
+}
+
+func (p *progress) notify(msg string) {
 	p.n++
-	p.last = time.Now()
 	_ = p.session.NotifyProgress(p.ctx, &mcp.ProgressNotificationParams{
 		ProgressToken: p.token, Progress: p.n, Message: msg})
 }

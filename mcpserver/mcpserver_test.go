@@ -1,0 +1,154 @@
+package mcpserver_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/aibuddy/aibuddy/capability"
+	"github.com/aibuddy/aibuddy/mcpserver"
+	"github.com/aibuddy/aibuddy/registry"
+	"github.com/aibuddy/aibuddy/tool"
+)
+
+func oneGroupSet(t testing.TB, tools ...*tool.Tool) *capability.Set {
+	var names []string
+	for _, tl := range tools {
+		names = append(names, tl.Name())
+	}
+	reg := registry.New([]registry.Group{{Key: "demo", Names: names,
+		Build: func(registry.Env) ([]*tool.Tool, error) { return tools, nil }, Instructions: "Demo tools."}},
+		[]registry.Meta{{Key: "demo"}}, nil)
+	if err := reg.AssertConsistent(); err != nil {
+		t.Fatal(err)
+	}
+	set, _, err := capability.Resolve(reg, capability.RunSpec{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return set
+}
+
+func connectInMemory(t testing.TB, set *capability.Set, copts *mcp.ClientOptions) *mcp.ClientSession {
+	ctx := context.Background()
+	st, ct := mcp.NewInMemoryTransports()
+	srv := mcpserver.New(set, &mcpserver.Options{NewCallID: func() string { return "call-1" }})
+	if _, err := srv.Connect(ctx, st, nil); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, copts).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
+
+func TestResultMapping(t *testing.T) {
+	png := []byte("\x89PNG\r\n\x1a\nfake")
+	tools := []*tool.Tool{
+		tool.MustDefine(tool.Spec{Name: "picture", InputSchema: json.RawMessage(`{"type":"object"}`),
+			Handler: func(context.Context, *tool.Call) (*tool.Result, error) {
+				return &tool.Result{Content: []tool.Content{{Type: tool.ImageContent, Data: png, MIMEType: "image/png"}},
+					Evidence: map[string]any{"bytes": len(png)}}, nil
+			}}),
+		tool.MustDefine(tool.Spec{Name: "deny", InputSchema: json.RawMessage(`{"type":"object"}`),
+			Handler: func(context.Context, *tool.Call) (*tool.Result, error) {
+				return nil, tool.Errorf(tool.Authorization, "not here")
+			}}),
+	}
+	cs := connectInMemory(t, oneGroupSet(t, tools...), nil)
+	defer cs.Close()
+	ctx := context.Background()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "picture", Arguments: map[string]any{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, ok := res.Content[0].(*mcp.ImageContent)
+	if !ok || string(img.Data) != string(png) || img.MIMEType != "image/png" {
+		t.Errorf("image content: %#v", res.Content[0])
+	}
+	if ev, _ := json.Marshal(res.Meta[mcpserver.MetaEvidence]); string(ev) != `{"bytes":12}` || res.Meta[mcpserver.MetaToolCallID] != "call-1" {
+		t.Errorf("meta: %v", res.Meta)
+	}
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "deny", Arguments: map[string]any{}})
+	if err != nil || !res.IsError || res.Meta[mcpserver.MetaStage] != "authorization" {
+		t.Errorf("deny: %v %+v", err, res)
+	}
+}
+
+func TestProgressNotificationsCarryEventsNotResults(t *testing.T) {
+	chatty := tool.MustDefine(tool.Spec{Name: "chatty", InputSchema: json.RawMessage(`{"type":"object"}`),
+		Handler: func(ctx context.Context, c *tool.Call) (*tool.Result, error) {
+			c.Emit(tool.Event{Kind: tool.EventHeartbeat})
+			c.Emit(tool.Event{Kind: tool.EventStdout, Data: []byte("line one\n")})
+			c.Emit(tool.Event{Kind: tool.EventHeartbeat})
+			return tool.Text("done"), nil
+		}})
+	var mu sync.Mutex
+	var msgs []string
+	cs := connectInMemory(t, oneGroupSet(t, chatty), &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			mu.Lock()
+			msgs = append(msgs, fmt.Sprintf("%v:%s", req.Params.Progress, req.Params.Message))
+			mu.Unlock()
+		}})
+	defer cs.Close()
+	params := &mcp.CallToolParams{Name: "chatty", Arguments: map[string]any{}}
+	params.SetProgressToken("tok-1")
+	res, err := cs.CallTool(context.Background(), params)
+	if err != nil || res.IsError {
+		t.Fatal(err, res)
+	}
+	if got := res.Content[0].(*mcp.TextContent).Text; got != "done" {
+		t.Errorf("result text %q: events must not enter the result", got)
+	}
+	// Notifications are delivered asynchronously; the server sends them
+	// before the response, and the in-memory transport keeps order.
+	mu.Lock()
+	defer mu.Unlock()
+	want := []string{"1:running", "2:line one\n", "3:running"}
+	if fmt.Sprint(msgs) != fmt.Sprint(want) {
+		t.Errorf("progress notifications %q, want %q", msgs, want)
+	}
+}
+
+func ExampleNew() {
+	greet := tool.MustDefine(tool.Spec{
+		Name:        "greet",
+		Description: "Greets someone.",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`),
+		Handler: func(ctx context.Context, c *tool.Call) (*tool.Result, error) {
+			in, err := tool.Decode[struct{ Name string }](c)
+			if err != nil {
+				return nil, err
+			}
+			return tool.Text("hello, " + in.Name), nil
+		},
+	})
+	reg := registry.New([]registry.Group{{Key: "hello", Names: []string{"greet"},
+		Build: func(registry.Env) ([]*tool.Tool, error) { return []*tool.Tool{greet}, nil }}},
+		[]registry.Meta{{Key: "hello", DisplayName: "Hello"}}, nil)
+	set, _, _ := capability.Resolve(reg, capability.RunSpec{})
+
+	ctx := context.Background()
+	serverT, clientT := mcp.NewInMemoryTransports()
+	if _, err := mcpserver.New(set, nil).Connect(ctx, serverT, nil); err != nil {
+		panic(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "host"}, nil).Connect(ctx, clientT, nil)
+	if err != nil {
+		panic(err)
+	}
+	defer cs.Close()
+	res, _ := cs.CallTool(ctx, &mcp.CallToolParams{Name: "greet", Arguments: map[string]any{"name": "Ada"}})
+	fmt.Println(res.Content[0].(*mcp.TextContent).Text)
+	res, _ = cs.CallTool(ctx, &mcp.CallToolParams{Name: "greet", Arguments: map[string]any{}})
+	fmt.Println(res.IsError, res.Meta[mcpserver.MetaStage])
+	// Output:
+	// hello, Ada
+	// true parameters
+}
