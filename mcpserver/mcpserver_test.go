@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sort"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -106,10 +108,21 @@ func TestProgressNotificationsCarryEventsNotResults(t *testing.T) {
 	if got := res.Content[0].(*mcp.TextContent).Text; got != "done" {
 		t.Errorf("result text %q: events must not enter the result", got)
 	}
-	// Notifications are delivered asynchronously; the server sends them
-	// before the response, and the in-memory transport keeps order.
+	// The client handles notifications asynchronously: wait (bounded) for
+	// the three, then compare them in progress order.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		mu.Lock()
+		n := len(msgs)
+		mu.Unlock()
+		if n >= 3 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	mu.Lock()
 	defer mu.Unlock()
+	sort.Strings(msgs)
 	want := []string{"1:running", "2:line one\n", "3:running"}
 	if fmt.Sprint(msgs) != fmt.Sprint(want) {
 		t.Errorf("progress notifications %q, want %q", msgs, want)
