@@ -228,7 +228,7 @@ func TestFormatReadNamesNonUTF8Encoding(t *testing.T) {
 	o := (*FSOptions)(nil).withDefaults()
 	res := &sandbox.ReadResult{Encoding: "windows-1252", Lines: []sandbox.Line{{Number: 1, Text: "caf\xe9"}}}
 	got, _, _ := formatRead("latin.txt", res, 1, 2000, &o)
-	if !strings.Contains(got, "encoding is windows-1252, not UTF-8") {
+	if !strings.Contains(got, "note: the file's text encoding is windows-1252; lines are shown converted to UTF-8") {
 		t.Errorf("encoding not named: %q", got)
 	}
 	if !strings.Contains(got, "     1→caf\uFFFD") {
@@ -243,9 +243,18 @@ func TestReadFileBinaryIsAShortNotice(t *testing.T) { // BH-011
 		return &sandbox.ReadResult{Path: req.Path, Kind: sandbox.KindBinary, Size: 65544, Description: "ELF executable"}, nil
 	}}
 	got := fsMustOK(t, fsCall(t, fsToolsByName(t, fake, nil), "read_file", map[string]any{"path": "bin/tool"}))
-	want := "bin/tool is a binary file (ELF executable, 65,544 bytes), not shown; use execute with xxd or strings"
+	want := "bin/tool: binary file (ELF executable), 65,544 bytes, not shown; use execute with xxd or strings for a bounded view, e.g. `xxd -l 512 bin/tool`"
 	if !strings.HasPrefix(got, want) {
 		t.Errorf("got %q\nwant prefix %q", got, want)
+	}
+	// The adapter's own wording is not repeated.
+	fake.read = func(_ context.Context, req sandbox.ReadRequest) (*sandbox.ReadResult, error) {
+		return &sandbox.ReadResult{Kind: sandbox.KindBinary, Size: 65544,
+			Description: "binary file (ELF header), 65,544 bytes, not shown; use execute with xxd or strings for a bounded view"}, nil
+	}
+	got = fsMustOK(t, fsCall(t, fsToolsByName(t, fake, nil), "read_file", map[string]any{"path": "bin/tool"}))
+	if want := "bin/tool: binary file (ELF header), 65,544 bytes, not shown; use execute with xxd or strings for a bounded view, e.g."; !strings.HasPrefix(got, want) {
+		t.Errorf("got %q", got)
 	}
 }
 

@@ -123,8 +123,12 @@ func formatRead(p string, res *sandbox.ReadResult, offset, limit int, opts *FSOp
 
 	var head []string
 	bom := res.BOM
-	if res.Encoding != "" && !strings.EqualFold(res.Encoding, "utf-8") && !strings.EqualFold(res.Encoding, "utf8") {
-		head = append(head, fmt.Sprintf("note: the text encoding is %s, not UTF-8; edit_file matches the file's own bytes, so copy old_string from this output only for ASCII text", res.Encoding))
+	switch enc := strings.ToLower(res.Encoding); {
+	case enc == "" || enc == "utf-8" || enc == "utf8":
+	case strings.HasPrefix(enc, "utf-8"):
+		head = append(head, "note: the file is not entirely valid UTF-8: "+res.Encoding)
+	default:
+		head = append(head, fmt.Sprintf("note: the file's text encoding is %s; lines are shown converted to UTF-8", res.Encoding))
 	}
 
 	var body strings.Builder
@@ -254,19 +258,29 @@ func ofTotal(total int) string {
 }
 
 // formatBinary is read_file's answer for a binary file (case BH-011): a
-// short notice from the sandbox's Description, the size, and how to look
-// inside with execute. It is not an error: the call did what it could.
+// short notice "P: binary file (ELF header), 65,544 bytes, not shown; use
+// execute with xxd or strings for a bounded view, e.g. ..." built from the
+// sandbox's Description and the size. It is not an error: the call did what
+// it could, and the notice says how to look inside.
 func formatBinary(p string, res *sandbox.ReadResult) *tool.Result {
-	desc := res.Description
-	size := fsPlural(int(res.Size), "byte", "bytes")
-	switch {
-	case desc == "":
-		desc = size
-	case !strings.Contains(desc, fsCount(res.Size)):
-		desc += ", " + size
+	desc := strings.TrimSpace(res.Description)
+	if desc == "" {
+		desc = "binary file"
 	}
-	text := fmt.Sprintf("%s is a binary file (%s), not shown; use execute with xxd or strings for a bounded view, e.g. `xxd -l 512 %s` or `strings -n 8 %s | head -100`",
-		p, desc, fsShellQuote(p), fsShellQuote(p))
+	if !strings.Contains(desc, "binary") {
+		desc = "binary file (" + desc + ")"
+	}
+	if !strings.Contains(desc, fsCount(res.Size)) {
+		desc += ", " + fsPlural(int(res.Size), "byte", "bytes")
+	}
+	if !strings.Contains(desc, "not shown") {
+		desc += ", not shown"
+	}
+	if !strings.Contains(desc, "execute") {
+		desc += "; use execute with xxd or strings for a bounded view"
+	}
+	text := fmt.Sprintf("%s: %s, e.g. `xxd -l 512 %s` or `strings -n 8 %s | head -100`",
+		p, strings.TrimRight(desc, ". "), fsShellQuote(p), fsShellQuote(p))
 	return tool.TextWith(text, map[string]any{"path": p, "kind": "binary", "bytes": res.Size, "sha256": res.SHA256})
 }
 
@@ -293,8 +307,11 @@ func formatImage(p string, res *sandbox.ReadResult, maxBytes int64) (*tool.Resul
 		if !strings.Contains(what, fsCount(size)) {
 			what = strings.TrimPrefix(what+", "+fsPlural(int(size), "byte", "bytes"), ", ")
 		}
-		return nil, &tool.Error{Stage: tool.Projection,
-			Msg:  fmt.Sprintf("image %s is too large to show (%s; the limit is %s bytes per image)", p, what, fsCount(maxBytes)),
+		msg := fmt.Sprintf("image %s is too large to show: %s", p, what)
+		if !strings.Contains(what, "limit") {
+			msg += fmt.Sprintf(" (the limit is %s bytes per image)", fsCount(maxBytes))
+		}
+		return nil, &tool.Error{Stage: tool.Projection, Msg: msg,
 			Hint: fmt.Sprintf("make a smaller copy with execute, e.g. `convert %s -resize 1568x1568 -quality 85 %s`, and read that", fsShellQuote(p), fsShellQuote(smallName(p)))}
 	}
 	mime := res.MIMEType
