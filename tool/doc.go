@@ -2,10 +2,12 @@
 // defineTool), calling it, and the failure stages every error is attributed to.
 //
 // A tool is defined once with [Define], which compiles its input schema with a
-// real JSON Schema implementation (github.com/google/jsonschema-go, the one the
-// MCP Go SDK uses). Definition fails when the schema cannot be resolved
-// locally (a remote $ref), when its top level is not `"type": "object"`, or
-// when the name does not fit the providers' rules. Every call's raw JSON input
+// real JSON Schema implementation (github.com/santhosh-tekuri/jsonschema/v6:
+// full draft 2020-12 and draft-07, meta-schema validation of the schema
+// itself, every violation with its instance location). Definition fails when
+// the schema is not valid against its meta-schema, cannot be resolved
+// locally (a remote or dangling $ref), has a top level other than
+// `"type": "object"`, or when the name does not fit the providers' rules. Every call's raw JSON input
 // is validated against the compiled schema before the handler runs; a bad
 // input becomes a Parameters-stage error [Result] naming the field and what
 // was expected.

@@ -33,6 +33,6 @@ func ExampleDefine() {
 	fmt.Println(err)
 	// Output:
 	// hello, Ada
-	// parameters Parameters error in greet: invalid input at field name: type: 7 has type "integer", want "string" (next: correct the arguments to match the input schema of greet)
+	// parameters Parameters error in greet: invalid input: field name: got number, want string (next: correct the arguments to match the input schema of greet)
 	// define tool "list": type: top level must be "type": "object", got "array"
 }

@@ -7,9 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 
-	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
 )
 
 // ErrDefinition is wrapped by every error [Define] returns, so callers can
@@ -76,8 +80,8 @@ type Spec struct {
 type Tool struct {
 	name        string
 	description string
-	schema      json.RawMessage
-	resolved    *jsonschema.Resolved
+	raw         json.RawMessage
+	schema      *jsonschema.Schema
 	annotations *Annotations
 	handler     Handler
 }
@@ -103,7 +107,7 @@ func Define(spec Spec) (*Tool, error) {
 	if spec.Handler == nil {
 		return fail("handler", "is nil", nil)
 	}
-	resolved, keyword, err := Compile(spec.InputSchema)
+	compiled, keyword, err := Compile(spec.InputSchema)
 	if err != nil {
 		return fail(keyword, err.Error(), err)
 	}
@@ -111,8 +115,8 @@ func Define(spec Spec) (*Tool, error) {
 	return &Tool{
 		name:        spec.Name,
 		description: spec.Description,
-		schema:      append(json.RawMessage(nil), raw...),
-		resolved:    resolved,
+		raw:         append(json.RawMessage(nil), raw...),
+		schema:      compiled,
 		annotations: spec.Annotations,
 		handler:     spec.Handler,
 	}, nil
@@ -128,48 +132,120 @@ func MustDefine(spec Spec) *Tool {
 	return t
 }
 
-// Compile checks and resolves a JSON Schema for use as a tool input schema,
-// without network access. On failure it returns the offending keyword too.
-func Compile(raw json.RawMessage) (*jsonschema.Resolved, string, error) {
+// Compile checks a JSON Schema for use as a tool input schema and compiles
+// it without network access, with github.com/santhosh-tekuri/jsonschema/v6
+// (draft 2020-12 by default; "$schema" may choose draft-07 and earlier).
+// On failure it also returns the offending keyword or location: "inputSchema"
+// (not a JSON object), "type" (top level not "object"), "$ref" (a remote or
+// unresolvable reference), or the JSON pointer of the place that fails
+// meta-schema validation, e.g. "/properties/required" (case BH-037).
+func Compile(raw json.RawMessage) (*jsonschema.Schema, string, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || raw[0] != '{' {
 		return nil, "inputSchema", errors.New("must be a JSON object")
 	}
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &top); err != nil {
+	var generic map[string]any
+	if err := json.Unmarshal(raw, &generic); err != nil {
 		return nil, "inputSchema", fmt.Errorf("not valid JSON: %w", err)
 	}
-	var typ any
-	if t, ok := top["type"]; ok {
-		_ = json.Unmarshal(t, &typ)
-	}
-	if typ != "object" {
-		if typ == nil {
-			return nil, "type", errors.New(`top level must be "type": "object" (missing)`)
+	switch typ := generic["type"].(type) {
+	case string:
+		if typ != "object" {
+			return nil, "type", fmt.Errorf(`top level must be "type": "object", got %q`, typ)
 		}
-		return nil, "type", fmt.Errorf(`top level must be "type": "object", got %s`, bytes.TrimSpace(top["type"]))
+	case nil:
+		return nil, "type", errors.New(`top level must be "type": "object" (missing)`)
+	default:
+		b, _ := json.Marshal(typ)
+		return nil, "type", fmt.Errorf(`top level must be "type": "object", got %s`, b)
 	}
-	var s jsonschema.Schema
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return nil, keywordOf(err.Error(), "inputSchema"), fmt.Errorf("not a valid JSON Schema: %w", err)
-	}
-	var generic any
-	_ = json.Unmarshal(raw, &generic)
 	if ref := firstRemoteRef(generic, false); ref != "" {
 		return nil, "$ref", fmt.Errorf("%q is not local; only references inside the schema (#/$defs/...) resolve without network access", ref)
 	}
-	if bad := firstBadType(generic, false); bad != "" {
-		return nil, "type", fmt.Errorf("%s is not a JSON Schema type (want one of array, boolean, integer, null, number, object, string)", bad)
-	}
-	r, err := s.Resolve(&jsonschema.ResolveOptions{ValidateDefaults: true})
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {
-		kw := keywordOf(err.Error(), "inputSchema")
-		if strings.Contains(err.Error(), "JSON Pointer") || strings.Contains(err.Error(), "anchor") {
-			kw = "$ref"
-		}
-		return nil, kw, fmt.Errorf("does not resolve: %w", err)
+		return nil, "inputSchema", fmt.Errorf("not valid JSON: %w", err)
 	}
-	return r, "", nil
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.UseLoader(noRemote{})
+	if err := c.AddResource(schemaURL, doc); err != nil {
+		return nil, "inputSchema", err
+	}
+	sch, err := c.Compile(schemaURL)
+	if err != nil {
+		return nil, compileKeyword(err), errors.New(describeCompile(err))
+	}
+	return sch, "", nil
+}
+
+// schemaURL names the one in-memory document a tool schema is.
+const schemaURL = "urn:aibuddy:input-schema"
+
+// noRemote refuses every URL: a tool schema must resolve on its own.
+type noRemote struct{}
+
+func (noRemote) Load(url string) (any, error) {
+	return nil, fmt.Errorf("remote reference %s: only references inside the schema resolve", url)
+}
+
+func compileKeyword(err error) string {
+	var sve *jsonschema.SchemaValidationError
+	if errors.As(err, &sve) {
+		var ve *jsonschema.ValidationError
+		if errors.As(sve.Err, &ve) {
+			if leaves := leafErrors(ve); len(leaves) > 0 {
+				return "/" + strings.Join(leaves[0].InstanceLocation, "/")
+			}
+		}
+		return "inputSchema"
+	}
+	switch err.(type) {
+	case *jsonschema.JSONPointerNotFoundError, *jsonschema.AnchorNotFoundError, *jsonschema.LoadURLError,
+		*jsonschema.UnsupportedURLSchemeError, *jsonschema.InvalidJsonPointerError:
+		return "$ref"
+	}
+	return "inputSchema"
+}
+
+func describeCompile(err error) string {
+	var sve *jsonschema.SchemaValidationError
+	if errors.As(err, &sve) {
+		var ve *jsonschema.ValidationError
+		if errors.As(sve.Err, &ve) {
+			var parts []string
+			seen := map[string]bool{}
+			for _, l := range leafErrors(ve) {
+				loc := "/" + strings.Join(l.InstanceLocation, "/")
+				if seen[loc] { // anyOf alternatives at one place: the first says it
+					continue
+				}
+				seen[loc] = true
+				parts = append(parts, fmt.Sprintf("at %s: %s", loc, l.ErrorKind.LocalizedString(printer)))
+			}
+			return "not a valid JSON Schema (meta-schema check): " + strings.Join(parts, "; ")
+		}
+	}
+	var pe *jsonschema.JSONPointerNotFoundError
+	if errors.As(err, &pe) {
+		return fmt.Sprintf("reference %s does not resolve inside the schema", strings.TrimPrefix(pe.URL, schemaURL))
+	}
+	return strings.ReplaceAll(err.Error(), schemaURL, "schema")
+}
+
+var printer = message.NewPrinter(language.English)
+
+// leafErrors returns the innermost errors of a validation error tree,
+// skipping the grouping kinds (allOf, $ref, schema) that only wrap others.
+func leafErrors(ve *jsonschema.ValidationError) []*jsonschema.ValidationError {
+	if len(ve.Causes) == 0 {
+		return []*jsonschema.ValidationError{ve}
+	}
+	var out []*jsonschema.ValidationError
+	for _, c := range ve.Causes {
+		out = append(out, leafErrors(c)...)
+	}
+	return out
 }
 
 // firstRemoteRef walks a decoded schema and returns the first $ref or
@@ -210,60 +286,6 @@ func firstRemoteRef(v any, named bool) string {
 	return ""
 }
 
-var jsonTypes = map[string]bool{"array": true, "boolean": true, "integer": true, "null": true,
-	"number": true, "object": true, "string": true}
-
-// firstBadType returns the first "type" value anywhere in the schema that is
-// not a JSON Schema type name (quoted), or "".
-func firstBadType(v any, named bool) string {
-	switch v := v.(type) {
-	case map[string]any:
-		if !named {
-			switch t := v["type"].(type) {
-			case string:
-				if !jsonTypes[t] {
-					return fmt.Sprintf("%q", t)
-				}
-			case []any:
-				for _, e := range t {
-					if s, ok := e.(string); !ok || !jsonTypes[s] {
-						return fmt.Sprintf("%v", e)
-					}
-				}
-			}
-		}
-		for k, sub := range v {
-			if !named {
-				switch k {
-				case "const", "default", "enum", "examples", "type":
-					continue
-				}
-			}
-			isMap := !named && (k == "properties" || k == "patternProperties" || k == "$defs" ||
-				k == "definitions" || k == "dependentSchemas")
-			if r := firstBadType(sub, isMap); r != "" {
-				return r
-			}
-		}
-	case []any:
-		for _, sub := range v {
-			if r := firstBadType(sub, false); r != "" {
-				return r
-			}
-		}
-	}
-	return ""
-}
-
-var keywordRE = regexp.MustCompile(`(\$?[A-Za-z]+):`)
-
-func keywordOf(msg, fallback string) string {
-	if m := keywordRE.FindStringSubmatch(msg); m != nil {
-		return m[1]
-	}
-	return fallback
-}
-
 // Name is the tool's wire name.
 func (t *Tool) Name() string { return t.name }
 
@@ -272,7 +294,7 @@ func (t *Tool) Description() string { return t.description }
 
 // InputSchema is the schema as given to Define (raw JSON, whitespace
 // trimmed). Callers must not modify it.
-func (t *Tool) InputSchema() json.RawMessage { return t.schema }
+func (t *Tool) InputSchema() json.RawMessage { return t.raw }
 
 // Annotations are the MCP hints, or nil.
 func (t *Tool) Annotations() *Annotations { return t.annotations }
@@ -322,14 +344,15 @@ func (t *Tool) Call(ctx context.Context, call *Call) (res *Result) {
 	return out
 }
 
-// decodeInput parses raw as exactly one JSON object, with numbers kept as
-// float64 the way the schema library expects.
+// decodeInput parses raw as exactly one JSON object, numbers kept exact
+// (json.Number) for the schema check.
 func decodeInput(raw json.RawMessage) (map[string]any, *Error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
 		return map[string]any{}, nil
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
 		return nil, Errorf(Parameters, "input is not valid JSON: %v", err).
@@ -348,85 +371,73 @@ func decodeInput(raw json.RawMessage) (map[string]any, *Error) {
 }
 
 func (t *Tool) validate(input map[string]any) *Error {
-	if err := t.resolved.Validate(input); err != nil {
-		field, what := describeValidation(err.Error())
-		msg := "invalid input"
-		if field != "" {
-			msg += " at field " + field
-		}
-		return &Error{Stage: Parameters, Msg: msg + ": " + what, Err: err,
-			Hint: "correct the arguments to match the input schema of " + t.name}
+	err := t.schema.Validate(input)
+	if err == nil {
+		return nil
 	}
-	return nil
-}
-
-var validatingRE = regexp.MustCompile(`validating ([^:]*): `)
-
-// describeValidation turns the schema library's nested message
-// ("validating root: validating /properties/path: type: 5 has type ...")
-// into an instance field path ("path", "edits[].old", "a.x" through a $ref)
-// and the innermost complaint.
-func describeValidation(msg string) (field, what string) {
-	locs := validatingRE.FindAllStringSubmatchIndex(msg, -1)
-	what = msg
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return &Error{Stage: Parameters, Msg: "invalid input: " + err.Error(), Err: err}
+	}
 	var parts []string
-	prev := ""
-	for _, loc := range locs {
-		ptr := msg[loc[2]:loc[3]]
-		if ptr == "root" {
-			ptr = ""
-		}
-		if prev != "" && strings.HasPrefix(ptr, prev) {
-			parts = append(parts, fieldFromPointer(ptr[len(prev):]))
-		} else if ptr != "" {
-			parts = append(parts, fieldFromPointer(stripDefs(ptr)))
-		}
-		prev = ptr
-		what = msg[loc[1]:]
+	for _, l := range leafErrors(ve) {
+		parts = append(parts, describeLeaf(l))
 	}
-	field = strings.Join(parts, "")
-	field = strings.TrimPrefix(field, ".")
-	if strings.HasPrefix(what, "required: missing properties: ") {
-		what = "missing required " + strings.TrimPrefix(what, "required: missing properties: ")
-	} else if strings.HasPrefix(what, "unexpected additional properties ") {
-		what = "unknown " + strings.TrimPrefix(what, "unexpected ") + " (not in the schema)"
-	}
-	return field, what
+	return &Error{Stage: Parameters, Msg: "invalid input: " + strings.Join(parts, "; "), Err: err,
+		Hint: "correct the arguments to match the input schema of " + t.name}
 }
 
-// stripDefs removes a leading "/$defs/name" or "/definitions/name", the
-// target of a $ref, which is not part of the instance path.
-func stripDefs(ptr string) string {
-	for _, p := range []string{"/$defs/", "/definitions/"} {
-		if strings.HasPrefix(ptr, p) {
-			rest := ptr[len(p):]
-			if i := strings.IndexByte(rest, '/'); i >= 0 {
-				return rest[i:]
-			}
-			return ""
+// describeLeaf renders one schema violation with its field path, e.g.
+// "screen.id is required", "field n: minimum: got 0, want 1".
+func describeLeaf(l *jsonschema.ValidationError) string {
+	field := fieldPath(l.InstanceLocation)
+	join := func(name string) string {
+		if field == "" {
+			return name
 		}
+		return field + "." + name
 	}
-	return ptr
+	switch k := l.ErrorKind.(type) {
+	case *kind.Required:
+		var names []string
+		for _, m := range k.Missing {
+			names = append(names, join(m))
+		}
+		return strings.Join(names, ", ") + " is required"
+	case *kind.AdditionalProperties:
+		var names []string
+		for _, p := range k.Properties {
+			names = append(names, join(p))
+		}
+		return "unknown field " + strings.Join(names, ", ") + " (not in the schema)"
+	case *kind.Type:
+		return fmt.Sprintf("field %s: got %s, want %s", orRoot(field), k.Got, strings.Join(k.Want, " or "))
+	}
+	return fmt.Sprintf("field %s: %s", orRoot(field), l.ErrorKind.LocalizedString(printer))
 }
 
-// fieldFromPointer maps a schema JSON pointer to an instance field path:
-// "/properties/edits/items/properties/old" -> "edits[].old".
-func fieldFromPointer(ptr string) string {
-	parts := strings.Split(strings.TrimPrefix(ptr, "/"), "/")
-	var out strings.Builder
-	for i := 0; i < len(parts); i++ {
-		switch parts[i] {
-		case "properties", "patternProperties":
-			if i+1 < len(parts) {
-				out.WriteByte('.')
-				out.WriteString(parts[i+1])
-				i++
-			}
-		case "items", "prefixItems", "additionalItems":
-			out.WriteString("[]")
-		}
+func orRoot(field string) string {
+	if field == "" {
+		return "(input)"
 	}
-	return out.String()
+	return field
+}
+
+// fieldPath renders an instance location: ["edits","0","old"] ->
+// "edits[0].old".
+func fieldPath(loc []string) string {
+	var b strings.Builder
+	for _, p := range loc {
+		if _, err := strconv.Atoi(p); err == nil {
+			b.WriteString("[" + p + "]")
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(p)
+	}
+	return b.String()
 }
 
 func jsonKind(v any) string {

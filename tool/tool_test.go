@@ -29,7 +29,9 @@ func TestDefineRejectsBadSchemas(t *testing.T) {
 		{"relative file ref", `{"type":"object","properties":{"a":{"$ref":"other.json#/x"}}}`, "$ref"},
 		{"remote ref under a property called default", `{"type":"object","properties":{"default":{"$ref":"http://x/y"}}}`, "$ref"},
 		{"dangling local ref", `{"type":"object","properties":{"a":{"$ref":"#/$defs/missing"}}}`, "$ref"},
-		{"bad keyword value", `{"type":"object","properties":{"a":{"type":"strin"}}}`, "type"},
+		{"bad keyword value", `{"type":"object","properties":{"a":{"type":"strin"}}}`, "/properties/a/type"},
+		// BH-037: required put inside properties is caught by the meta-schema.
+		{"required inside properties", `{"type":"object","properties":{"coin":{"type":"string"},"required":["coin"]}}`, "/properties/required"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -62,7 +64,7 @@ func TestDefineAcceptsLocalRefsAndDefs(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := tl.Call(context.Background(), &tool.Call{Input: json.RawMessage(`{"a":{"x":"nope"}}`)})
-	if !res.IsError || res.Stage != tool.Parameters || !strings.Contains(res.AllText(), "a.x") {
+	if !res.IsError || res.Stage != tool.Parameters || !strings.Contains(res.AllText(), "field a.x: got string, want number") {
 		t.Fatalf("want a Parameters error naming a.x, got %+v", res)
 	}
 	res = tl.Call(context.Background(), &tool.Call{Input: json.RawMessage(`{"a":{"x":1}}`)})
@@ -89,11 +91,12 @@ func TestCallValidatesBeforeHandler(t *testing.T) {
 	tl := tool.MustDefine(tool.Spec{Name: "read_thing", InputSchema: json.RawMessage(pathSchema),
 		Handler: func(ctx context.Context, c *tool.Call) (*tool.Result, error) { ran = true; return tool.Text("ok"), nil }})
 	cases := []struct{ input, want string }{
-		{`{"path":5}`, `at field path: type: 5 has type "integer", want "string"`},
-		{`{}`, `missing required ["path"]`},
-		{`{"path":"a","extra":1}`, `unknown additional properties ["extra"]`},
-		{`{"path":"a","n":0}`, `at field n: minimum`},
-		{`{"path":"a","n":1.5}`, `at field n`},
+		{`{"path":5}`, `field path: got number, want string`},
+		{`{}`, `path is required`},
+		{`{"path":"a","extra":1}`, `unknown field extra (not in the schema)`},
+		{`{"path":"a","n":0}`, `field n: minimum: got 0, want 1`},
+		{`{"path":"a","n":1.5}`, `field n: got number, want integer`},
+		{`{"path":5,"n":0}`, `field path: got number, want string; field n: minimum: got 0, want 1`},
 		{`[1,2]`, `input must be a JSON object, got an array`},
 		{`{"path":"a"} {"path":"b"}`, `data after the JSON object`},
 		{`{"path":`, `not valid JSON`},
@@ -130,5 +133,65 @@ func TestCallAttributesHandlerErrors(t *testing.T) {
 	res = plain.Call(context.Background(), nil)
 	if !res.IsError || res.Stage != tool.Execution || !strings.Contains(res.AllText(), "kaboom") {
 		t.Errorf("panic not turned into an Execution error: %+v", res)
+	}
+}
+
+// BH-034: local $ref into $defs (and legacy definitions, and recursion)
+// compiles, and a missing nested field is reported by its path.
+func TestLocalRefsIntoDefs(t *testing.T) {
+	schemas := map[string]string{
+		"$defs": `{"type":"object",
+		  "properties":{"screen":{"$ref":"#/$defs/Screen"},"list":{"type":"array","items":{"$ref":"#/$defs/Screen"}}},
+		  "required":["screen"],
+		  "$defs":{"Screen":{"type":"object","properties":{"id":{"type":"string"}},"required":["id"]}}}`,
+		"definitions": `{"type":"object",
+		  "properties":{"screen":{"$ref":"#/definitions/Screen"}},
+		  "required":["screen"],
+		  "definitions":{"Screen":{"type":"object","properties":{"id":{"type":"string"}},"required":["id"]}}}`,
+		"recursive": `{"type":"object",
+		  "properties":{"screen":{"$ref":"#/$defs/Screen"}},
+		  "required":["screen"],
+		  "$defs":{"Screen":{"type":"object","properties":{"id":{"type":"string"},
+		    "children":{"type":"array","items":{"$ref":"#/$defs/Screen"}}},"required":["id"]}}}`,
+	}
+	for name, schema := range schemas {
+		tl, err := tool.Define(tool.Spec{Name: "open_screen", InputSchema: json.RawMessage(schema), Handler: echo})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		res := tl.Call(context.Background(), &tool.Call{Input: json.RawMessage(`{"screen":{}}`)})
+		if !res.IsError || !strings.Contains(res.AllText(), "screen.id is required") {
+			t.Errorf("%s: got %q, want screen.id is required", name, res.AllText())
+		}
+		if res := tl.Call(context.Background(), &tool.Call{Input: json.RawMessage(`{"screen":{"id":"home"}}`)}); res.IsError {
+			t.Errorf("%s: valid input rejected: %s", name, res.AllText())
+		}
+	}
+	res := tool.MustDefine(tool.Spec{Name: "open_screen", InputSchema: json.RawMessage(schemas["recursive"]), Handler: echo}).
+		Call(context.Background(), &tool.Call{Input: json.RawMessage(`{"screen":{"id":"a","children":[{"id":"b","children":[{}]}]}}`)})
+	if !strings.Contains(res.AllText(), "screen.children[0].children[0].id is required") {
+		t.Errorf("recursive: %q", res.AllText())
+	}
+}
+
+// BH-031: a root-level allOf with if/then is valid and enforced locally.
+func TestRootAllOfIfThenIsKept(t *testing.T) {
+	schema := `{"type":"object",
+	  "properties":{"mode":{"type":"string","enum":["quick","full"]},"size":{"type":"integer"}},
+	  "required":["mode"],
+	  "allOf":[{"if":{"properties":{"mode":{"const":"quick"}}},"then":{"properties":{"size":{"maximum":64}}}}]}`
+	tl, err := tool.Define(tool.Spec{Name: "resize", InputSchema: json.RawMessage(schema), Handler: echo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := tl.Call(context.Background(), &tool.Call{Input: json.RawMessage(`{"mode":"quick","size":100}`)}); !res.IsError ||
+		!strings.Contains(res.AllText(), "field size: maximum: got 100, want 64") {
+		t.Errorf("conditional not enforced: %q", res.AllText())
+	}
+	if res := tl.Call(context.Background(), &tool.Call{Input: json.RawMessage(`{"mode":"full","size":100}`)}); res.IsError {
+		t.Errorf("full mode rejected: %q", res.AllText())
+	}
+	if string(tl.InputSchema()) != strings.TrimSpace(schema) {
+		t.Error("the full schema must stay the tool's schema")
 	}
 }
