@@ -1,0 +1,216 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/aibuddy/aibuddy/approval"
+	"github.com/aibuddy/aibuddy/capability"
+	"github.com/aibuddy/aibuddy/config"
+	"github.com/aibuddy/aibuddy/coretools"
+	"github.com/aibuddy/aibuddy/registry"
+	"github.com/aibuddy/aibuddy/sandbox"
+	"github.com/aibuddy/aibuddy/sandbox/localsandbox"
+	"github.com/aibuddy/aibuddy/sandbox/sandboxes"
+)
+
+// Exit codes.
+const (
+	ExitOK        = 0
+	ExitToolError = 1
+	ExitUsage     = 2
+	ExitFailure   = 3
+)
+
+// Version is set at build time with -ldflags "-X .../internal/cli.Version=v1.2.3".
+var Version = "dev"
+
+// exitError carries an exit code through cobra.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+func usageErr(format string, args ...any) error {
+	return &exitError{code: ExitUsage, err: fmt.Errorf(format, args...)}
+}
+
+// Options lets tests and embedders replace parts of the CLI. The zero value
+// is the real program.
+type Options struct {
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	// Registry builds the start-up registry from the settings; default
+	// BuiltinRegistry.
+	Registry func(cfg *config.Config, dataDir string) *registry.Registry
+	// Services are injected into every run (capability services).
+	Services map[string]any
+}
+
+// Main runs the CLI with args (without the program name) and returns the
+// exit code.
+func Main(ctx context.Context, args []string, o Options) int {
+	if o.Stdin == nil {
+		o.Stdin = os.Stdin
+	}
+	if o.Stdout == nil {
+		o.Stdout = os.Stdout
+	}
+	if o.Stderr == nil {
+		o.Stderr = os.Stderr
+	}
+	if o.Registry == nil {
+		o.Registry = BuiltinRegistry
+	}
+	root := newRoot(&o)
+	root.SetArgs(args)
+	root.SetIn(o.Stdin)
+	root.SetOut(o.Stdout)
+	root.SetErr(o.Stderr)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return ExitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.err != nil && ee.err.Error() != "" {
+			fmt.Fprintln(o.Stderr, "aibuddy:", ee.err)
+		}
+		return ee.code
+	}
+	fmt.Fprintln(o.Stderr, "aibuddy:", err)
+	return ExitUsage // cobra's own errors: unknown command or flag
+}
+
+type common struct {
+	workspace string
+	config    string
+	verbose   bool
+}
+
+func (c *common) register(cmd *cobra.Command) {
+	cmd.Flags().StringVarP(&c.workspace, "workspace", "w", "", "workspace folder the tools act in (default: the settings' sandbox.workspace, else the current folder)")
+	cmd.Flags().StringVarP(&c.config, "config", "c", "", "settings file (JSON; default: $AIBUDDY_CONFIG when set)")
+	cmd.Flags().BoolVarP(&c.verbose, "verbose", "v", false, "log activity to stderr")
+}
+
+func newRoot(o *Options) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "aibuddy",
+		Short: "The tool plane for LLM agents: which tools a model sees, and where calls take effect",
+		Long: `aibuddy serves built-in tools (files, shell) over a workspace folder to any MCP host,
+runs single tool calls, and explains the effective tool set of a run.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Version:       Version,
+	}
+	root.AddCommand(newMCP(o), newCall(o), newTools(o))
+	return root
+}
+
+// run is everything one run needs, resolved from flags and settings.
+type run struct {
+	cfg        *config.Config
+	workspace  string
+	sandbox    sandbox.Sandbox
+	registry   *registry.Registry
+	set        *capability.Set
+	exclusions []capability.Exclusion
+	logger     *slog.Logger
+	spec       capability.RunSpec
+}
+
+func (r *run) close() {
+	if r.sandbox != nil {
+		_ = r.sandbox.Close()
+	}
+}
+
+// resolve sets up a run: settings, workspace, sandbox, registry check and
+// the effective tool set. Errors are exitErrors with ExitUsage.
+func (c *common) resolve(o *Options) (*run, error) {
+	r := &run{cfg: &config.Config{}}
+	logLevel := slog.LevelWarn
+	if c.verbose {
+		logLevel = slog.LevelDebug
+	}
+	r.logger = slog.New(slog.NewTextHandler(o.Stderr, &slog.HandlerOptions{Level: logLevel}))
+
+	cfgPath := c.config
+	if cfgPath == "" {
+		cfgPath = os.Getenv("AIBUDDY_CONFIG")
+	}
+	cfgDir := ""
+	if cfgPath != "" {
+		cfg, err := config.Load(cfgPath)
+		if err != nil {
+			return nil, usageErr("%v", err)
+		}
+		r.cfg = cfg
+		cfgDir = filepath.Dir(cfgPath)
+	}
+	ws := c.workspace
+	if ws == "" && r.cfg.Sandbox.Workspace != "" {
+		ws = r.cfg.Sandbox.Workspace
+		if !filepath.IsAbs(ws) {
+			ws = filepath.Join(cfgDir, ws)
+		}
+	}
+	if ws == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return nil, usageErr("cannot find the current folder: %v", err)
+		}
+		ws = wd
+	}
+	r.workspace = ws
+	sb, err := sandboxes.New(sandbox.Kind(r.cfg.Sandbox.Kind), sandboxes.Options{
+		Workspace: ws, Local: &localsandbox.Options{Shell: r.cfg.Sandbox.Shell}})
+	if err != nil {
+		return nil, usageErr("%v", err)
+	}
+	r.sandbox = sb
+
+	r.registry = o.Registry(r.cfg, "")
+	if err := r.registry.AssertConsistent(); err != nil {
+		r.close()
+		return nil, usageErr("refusing to start: %v", err)
+	}
+	r.spec = capability.RunSpec{ToolKeys: r.cfg.ToolKeys, Services: o.Services, Sandbox: sb}
+	if err := r.resolveSet(); err != nil {
+		r.close()
+		return nil, &exitError{code: ExitFailure, err: err}
+	}
+	return r, nil
+}
+
+// resolveSet computes a fresh effective tool set (fresh per-run state).
+func (r *run) resolveSet() error {
+	set, ex, err := capability.Resolve(r.registry, r.spec)
+	if err != nil {
+		return err
+	}
+	r.set, r.exclusions = set, ex
+	return nil
+}
+
+// BuiltinRegistry is the start-up registry of the aibuddy program: the
+// filesystem and execute groups bounded by cfg's limits, and the
+// interaction group (ask_user_question, present only where a user_input
+// service is injected).
+func BuiltinRegistry(cfg *config.Config, dataDir string) *registry.Registry {
+	fs, ex := ToolOptions(cfg, dataDir)
+	groups := append(coretools.Groups(fs, ex), approval.Group())
+	metas := append(append([]registry.Meta(nil), coretools.Metas...), approval.Meta)
+	return registry.New(groups, metas, nil)
+}

@@ -1,0 +1,126 @@
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/aibuddy/aibuddy/config"
+	"github.com/aibuddy/aibuddy/internal/cli"
+	"github.com/aibuddy/aibuddy/registry"
+	"github.com/aibuddy/aibuddy/tool"
+)
+
+func runCLI(t *testing.T, o cli.Options, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	o.Stdout, o.Stderr = &out, &errb
+	if o.Stdin == nil {
+		o.Stdin = strings.NewReader("")
+	}
+	code = cli.Main(context.Background(), args, o)
+	return code, out.String(), errb.String()
+}
+
+func writeConfig(t *testing.T, doc string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "aibuddy.json")
+	if err := os.WriteFile(p, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestToolsShowsMissingServiceExclusion(t *testing.T) {
+	cfg := writeConfig(t, `{"toolKeys": ["filesystem", "interaction"]}`)
+	ws := t.TempDir()
+	code, out, errs := runCLI(t, cli.Options{}, "tools", "--config", cfg, "--workspace", ws)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{"Tools (6):", "read_file", "Excluded", "ask_user_question", "missing_service",
+		`needs the "user_input" service, which this host does not inject`, "execute", "not_configured"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("tools output lacks %q:\n%s", want, out)
+		}
+	}
+
+	code, out, _ = runCLI(t, cli.Options{}, "tools", "--json", "--config", cfg, "--workspace", ws)
+	var doc struct {
+		Tools    []struct{ Name, Group string }
+		Excluded []struct{ Tool, Group, Reason, Detail string }
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &doc) != nil {
+		t.Fatalf("tools --json: exit %d, %s", code, out)
+	}
+	reasons := map[string]string{}
+	for _, e := range doc.Excluded {
+		reasons[e.Tool] = e.Reason
+	}
+	if reasons["ask_user_question"] != "missing_service" || reasons["execute"] != "not_configured" || len(doc.Tools) != 6 {
+		t.Errorf("tools --json: %+v", doc)
+	}
+}
+
+func TestInconsistentRegistryRefusesToStart(t *testing.T) {
+	broken := func(*config.Config, string) *registry.Registry {
+		noop := func(registry.Env) ([]*tool.Tool, error) { return nil, nil }
+		return registry.New([]registry.Group{
+			{Key: "filesystem", Names: []string{"ls", "read_file"}, Build: noop},
+			{Key: "shell", Names: []string{"execute", "ls"}, Build: noop},
+		}, []registry.Meta{{Key: "filesystem"}, {Key: "browser"}},
+			map[string]string{"ls": "filesystem", "read_file": "filesystem", "execute": "shell", "screenshot": "browser"})
+	}
+	for _, sub := range [][]string{{"mcp"}, {"tools"}, {"call", "ls"}} {
+		code, out, errs := runCLI(t, cli.Options{Registry: broken}, append(sub, "--workspace", t.TempDir())...)
+		if code != cli.ExitUsage || out != "" {
+			t.Errorf("%v: exit %d stdout %q, want exit 2 and nothing on stdout", sub, code, out)
+		}
+		for _, want := range []string{"refusing to start", `group "shell" has no metadata entry`,
+			`orphan metadata: "browser"`, `tool "screenshot" is mapped to unknown group "browser"`,
+			`tool name "ls" is produced by more than one group`} {
+			if !strings.Contains(errs, want) {
+				t.Errorf("%v: stderr lacks %q:\n%s", sub, want, errs)
+			}
+		}
+	}
+}
+
+func TestCallExitCodes(t *testing.T) {
+	ws := t.TempDir()
+	code, out, errs := runCLI(t, cli.Options{}, "call", "write_file", `{"path":"a/b.txt","content":"hi\n"}`, "--workspace", ws)
+	if code != 0 {
+		t.Fatalf("write_file: exit %d %s %s", code, out, errs)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, "a", "b.txt")); string(b) != "hi\n" {
+		t.Errorf("disk has %q", b)
+	}
+	code, out, _ = runCLI(t, cli.Options{Stdin: strings.NewReader(`{"path":"a/b.txt"}`)}, "call", "read_file", "-", "--workspace", ws)
+	if code != 0 || !strings.Contains(out, "hi") {
+		t.Errorf("read_file from stdin: exit %d %q", code, out)
+	}
+	code, _, errs = runCLI(t, cli.Options{}, "call", "read_file", `{"path":"../x"}`, "--workspace", ws)
+	if code != cli.ExitToolError || !strings.Contains(errs, "Authorization error") {
+		t.Errorf("outside path: exit %d stderr %q", code, errs)
+	}
+	code, _, errs = runCLI(t, cli.Options{}, "call", "no_such_tool", "--workspace", ws)
+	if code != cli.ExitToolError || !strings.Contains(errs, "Discovery error") {
+		t.Errorf("unknown tool: exit %d stderr %q", code, errs)
+	}
+	code, out, _ = runCLI(t, cli.Options{}, "call", "execute", `{"command":"exit 4"}`, "--json", "--workspace", ws)
+	if !strings.Contains(out, `"exit_code": 4`) {
+		t.Errorf("execute --json: exit %d %s", code, out)
+	}
+	code, _, errs = runCLI(t, cli.Options{}, "call", "ls", "--config", writeConfig(t, `{"sandbox":{"kind":"e2b"}}`), "--workspace", ws)
+	if code != cli.ExitUsage || !strings.Contains(errs, "sandbox kind unavailable") {
+		t.Errorf("e2b sandbox: exit %d %q", code, errs)
+	}
+	code, _, errs = runCLI(t, cli.Options{}, "call", "ls", "--config", writeConfig(t, `{"toolKey":[]}`))
+	if code != cli.ExitUsage || !strings.Contains(errs, `unknown key "toolKey"`) {
+		t.Errorf("bad settings: exit %d %q", code, errs)
+	}
+}
