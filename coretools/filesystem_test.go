@@ -481,6 +481,9 @@ func TestSearchTruncatedSaysHowToNarrow(t *testing.T) {
 	if !strings.HasSuffix(got, "showing 100 of at least 101; narrow the pattern or path") {
 		t.Errorf("got ...%q", got[len(got)-120:])
 	}
+	if !strings.Contains(got, "f099.go\n\n100 files match \"*.go\" under \".\" (newest first)\n") {
+		t.Errorf("results and summary not separated: ...%q", got[len(got)-200:])
+	}
 	if fake.searches[0].MaxResults != 100 || fake.searches[0].Mode != sandbox.ModeGlob {
 		t.Errorf("request = %+v", fake.searches[0])
 	}
@@ -580,5 +583,25 @@ func TestFSCount(t *testing.T) {
 		if got := fsCount(n); got != want {
 			t.Errorf("fsCount(%d) = %q, want %q", n, got, want)
 		}
+	}
+}
+
+func TestReadTrackerIsSafeForConcurrentUse(t *testing.T) {
+	f := &fsTools{sb: &fsFake{workspace: "/ws"}, seen: map[string]string{}}
+	done := make(chan bool)
+	for i := range 8 {
+		go func() {
+			for j := range 200 {
+				p := fmt.Sprintf("f%d.txt", (i+j)%5)
+				f.remember("s-"+p, p)
+				if sha, ok := f.lastSeen(p); ok && sha != "s-"+p {
+					t.Errorf("lastSeen(%s) = %s", p, sha)
+				}
+			}
+			done <- true
+		}()
+	}
+	for range 8 {
+		<-done
 	}
 }

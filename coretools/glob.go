@@ -188,8 +188,8 @@ func (s *searchSummary) render(head, body string) string {
 		return strings.Join(append([]string{head}, notes...), "; ")
 	}
 	var b strings.Builder
-	b.WriteString(body)
-	b.WriteString("\n")
+	b.WriteString(strings.TrimRight(body, "\n"))
+	b.WriteString("\n\n")
 	b.WriteString(head)
 	b.WriteString(" (newest first)")
 	for _, n := range notes {
