@@ -1,0 +1,473 @@
+package coretools
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aibuddy/aibuddy/sandbox"
+	"github.com/aibuddy/aibuddy/tool"
+)
+
+// ExecuteOptions configures the execute tool. A nil *ExecuteOptions means
+// the defaults; a zero or negative field means that field's default.
+type ExecuteOptions struct {
+	// DefaultTimeout bounds a command when the call gives no timeout_ms.
+	// Default 2 min.
+	DefaultTimeout time.Duration
+	// MaxTimeout is the largest timeout a call may ask for; a larger
+	// timeout_ms is clamped to it and the result says so. Default 10 min.
+	MaxTimeout time.Duration
+	// Grace is added to the timeout to form the tool's own hard deadline
+	// (seed: "a further 30-second network grace period as a ... hard
+	// deadline"): a sandbox that fails to stop the command still cannot
+	// hold the call longer than timeout + Grace. After the caller cancels,
+	// the sandbox has at most Grace to report. Default 30 s.
+	Grace time.Duration
+	// Heartbeat is the interval of tool.EventHeartbeat events while a
+	// command runs (seed: "An empty heartbeat is yielded every 30
+	// seconds"); they reach the client only, never the model. Default 30 s.
+	Heartbeat time.Duration
+	// MaxOutputChars bounds the output text in the result, in characters
+	// (runes) after normalization: the first half and the last half are
+	// kept, the middle is replaced by a marker. Default 30,000 characters.
+	MaxOutputChars int
+	// Env names host environment variables passed through to commands in
+	// addition to the sandbox's safe default (for example GOPATH,
+	// HTTPS_PROXY). It takes effect when the sandbox offers
+	// ExecEnv([]string) []string (the local sandbox does); otherwise the
+	// sandbox's default environment is used unchanged. Default none.
+	Env []string
+	// OutputDir is the directory where each call's full raw output
+	// (stdout and stderr bytes as they arrived) is written as it is
+	// produced, one file per call, named after the call ID. It is created
+	// when missing. The path is shown in the result. Default "": no file.
+	OutputDir string
+	// MaxOutputFileBytes bounds one full output file, in bytes; past it the
+	// file stops growing and the result says so. Default 1 GiB.
+	MaxOutputFileBytes int64
+}
+
+// Defaults of ExecuteOptions.
+const (
+	execDefaultTimeout  = 2 * time.Minute
+	execMaxTimeout      = 10 * time.Minute
+	execGrace           = 30 * time.Second
+	execHeartbeat       = 30 * time.Second
+	execMaxOutputChars  = 30000
+	execMaxOutputFileSz = 1 << 30
+)
+
+// withDefaults returns a copy of o with every unset field at its default.
+func (o *ExecuteOptions) withDefaults() ExecuteOptions {
+	var r ExecuteOptions
+	if o != nil {
+		r = *o
+		r.Env = append([]string(nil), o.Env...)
+	}
+	setDur := func(p *time.Duration, d time.Duration) {
+		if *p <= 0 {
+			*p = d
+		}
+	}
+	setDur(&r.DefaultTimeout, execDefaultTimeout)
+	setDur(&r.MaxTimeout, execMaxTimeout)
+	setDur(&r.Grace, execGrace)
+	setDur(&r.Heartbeat, execHeartbeat)
+	if r.MaxOutputChars <= 0 {
+		r.MaxOutputChars = execMaxOutputChars
+	}
+	if r.MaxOutputFileBytes <= 0 {
+		r.MaxOutputFileBytes = execMaxOutputFileSz
+	}
+	if r.DefaultTimeout > r.MaxTimeout {
+		r.DefaultTimeout = r.MaxTimeout
+	}
+	return r
+}
+
+// ExecuteInstructions are the execute group's runtime instructions for the
+// system prompt (seed: "Each ServerToolConfig owns tool creation, runtime
+// instructions, and result hooks"). The numbers are the defaults of
+// [ExecuteOptions]; the tool description carries the configured ones.
+const ExecuteInstructions = `Use execute to run shell commands in the workspace: builds, tests, git, package managers, scripts. Prefer the filesystem tools to list, read, search and edit files.
+- Each call starts a fresh shell (sh -c) in the workspace root, or in workdir (a directory inside the workspace); cd and variables do not carry over between calls.
+- There is no terminal and stdin is empty: prompts, editors and pagers cannot wait for input (EDITOR, GIT_EDITOR are "true", PAGER is "cat"). Pass non-interactive flags (-y, -m "message", --no-edit).
+- Commands time out after 2 minutes unless you set timeout_ms (at most 10 minutes). On timeout or when the call is stopped, the whole process tree is killed and you get the partial output. Background processes (cmd &) are stopped when the command ends, so start nothing that must outlive the call.
+- The result starts with the exit code, the duration and how many characters and lines were produced. A non-zero exit code is a normal result: read the output and fix the cause.
+- Output is capped at 30,000 characters: the first and last 15,000 are kept and a marker names the omitted characters and lines. Colour codes and progress frames are removed and binary data is described, not shown. When you need the middle, narrow the command (grep, head, tail -n, a quieter flag) or redirect output to a file and read slices of it; when the result names a full output file, read it with sed -n 'FIRST,LASTp' FILE or grep -n PATTERN FILE.
+- Exit code 0 is not proof of the goal: check the output and the files or artifacts the command should have produced.`
+
+// execEnver is offered by sandboxes that can build their default command
+// environment plus host pass-through variables (localsandbox.Sandbox).
+type execEnver interface {
+	ExecEnv(passThrough []string) []string
+}
+
+// executeInput is the decoded input of one call.
+type executeInput struct {
+	Command   string `json:"command"`
+	TimeoutMS *int64 `json:"timeout_ms,omitempty"`
+	Workdir   string `json:"workdir,omitempty"`
+}
+
+const executeSchema = `{
+  "type": "object",
+  "properties": {
+    "command": {"type": "string", "minLength": 1, "description": "The shell command (sh -c), run in a fresh shell."},
+    "timeout_ms": {"type": "integer", "minimum": 1, "description": "Timeout in milliseconds; default %d, at most %d (larger values are clamped)."},
+    "workdir": {"type": "string", "description": "Working directory relative to the workspace root; default the root."}
+  },
+  "required": ["command"],
+  "additionalProperties": false
+}`
+
+// Execute builds the execute tool over sb (seed: "Long-running execution
+// combines heartbeats, cancellation, and output bounds"). opts may be nil.
+//
+// A call runs input command in the sandbox with timeout_ms (default
+// DefaultTimeout, clamped to MaxTimeout) and workdir, and:
+//   - streams every stdout/stderr chunk to the client as tool.EventStdout /
+//     tool.EventStderr events, and a tool.EventHeartbeat every Heartbeat;
+//   - builds the model's text as the output is produced: the first and last
+//     MaxOutputChars/2 characters of the normalized output (ANSI sequences
+//     stripped, carriage-return frames collapsed, invalid UTF-8 replaced,
+//     binary data described), with a marker naming the omitted characters
+//     and lines, under a header with exit code, duration and totals;
+//   - keeps the full raw output in OutputDir, when set.
+//
+// A non-zero exit code is a normal result. A timeout, a cancellation and a
+// sandbox that does not stop within Grace are error results at the
+// Execution stage that still carry the partial output (BH-030). Evidence
+// keys: exit_code, timed_out, cancelled, duration_ms, output_chars,
+// output_lines, shown_chars, omitted_chars, omitted_lines, stderr_chars,
+// lingering, full_output_path (when kept), binary_bytes (when any),
+// timeout_ms. A sandbox without sandbox.OpExec gives an Execution error; a
+// workdir outside the workspace an Authorization error; a missing workdir a
+// Parameters error.
+func Execute(sb sandbox.Sandbox, opts *ExecuteOptions) *tool.Tool {
+	e := &executor{sb: sb, opts: opts.withDefaults()}
+	t := true
+	return tool.MustDefine(tool.Spec{
+		Name:        "execute",
+		Description: e.description(),
+		InputSchema: []byte(fmt.Sprintf(executeSchema, e.opts.DefaultTimeout.Milliseconds(), e.opts.MaxTimeout.Milliseconds())),
+		Annotations: &tool.Annotations{Title: "Run a shell command", DestructiveHint: &t, OpenWorldHint: &t},
+		Handler:     e.call,
+	})
+}
+
+type executor struct {
+	sb   sandbox.Sandbox
+	opts ExecuteOptions
+}
+
+func (e *executor) description() string {
+	o := e.opts
+	return fmt.Sprintf(`Run a shell command (sh -c) in the workspace and return its exit code, duration and output.
+Each call is a fresh, non-interactive shell: no terminal, empty stdin, pagers and editors disabled; cd does not persist. The timeout is %s by default (timeout_ms, at most %s); at the timeout the whole process tree is killed and the partial output returned. Background processes are stopped when the command ends.
+Output (stdout and stderr interleaved) is capped at %s characters: the first and last %s are kept with a marker naming the omitted characters and lines. Colour codes and progress frames are removed. For the full detail, narrow the command or write output to a file and read slices of it.`,
+		exDuration(o.DefaultTimeout), exDuration(o.MaxTimeout), exCount(int64(o.MaxOutputChars)),
+		exCount(int64(o.MaxOutputChars/2)))
+}
+
+// execOutcome is what the sandbox's Exec returned.
+type execOutcome struct {
+	res *sandbox.ExecResult
+	err error
+}
+
+func (e *executor) call(ctx context.Context, call *tool.Call) (*tool.Result, error) {
+	in, err := tool.Decode[executeInput](call)
+	if err != nil {
+		return nil, err
+	}
+	if !e.sb.Supports(sandbox.OpExec) {
+		return nil, tool.Errorf(tool.Execution, "this sandbox (%s) does not run commands: %w", e.sb.Kind(), sandbox.ErrUnsupported).
+			WithHint("use the filesystem tools, or run on a sandbox that supports execute")
+	}
+	var notes []string
+	timeout := e.opts.DefaultTimeout
+	if in.TimeoutMS != nil {
+		asked := time.Duration(*in.TimeoutMS) * time.Millisecond
+		if *in.TimeoutMS > e.opts.MaxTimeout.Milliseconds() {
+			asked = e.opts.MaxTimeout
+			notes = append(notes, fmt.Sprintf("timeout_ms %d is over the maximum %d; clamped to %s",
+				*in.TimeoutMS, e.opts.MaxTimeout.Milliseconds(), exDuration(e.opts.MaxTimeout)))
+		}
+		timeout = asked
+	}
+
+	out := newOutputCap(e.opts.MaxOutputChars, call.Events)
+	if e.opts.OutputDir != "" {
+		f, err := e.createOutputFile(call.ID)
+		if err != nil {
+			notes = append(notes, "the full output is not kept: "+err.Error())
+		} else {
+			defer f.Close()
+			out.keepFile(f, e.opts.MaxOutputFileBytes)
+		}
+	}
+	req := sandbox.ExecRequest{
+		Command: in.Command,
+		Dir:     in.Workdir,
+		Timeout: timeout,
+		Stdout:  out.writer(outStdout),
+		Stderr:  out.writer(outStderr),
+	}
+	if len(e.opts.Env) > 0 {
+		if en, ok := e.sb.(execEnver); ok {
+			req.Env = en.ExecEnv(e.opts.Env)
+		}
+	}
+
+	o, abandoned, cancelled := e.run(ctx, req, timeout, out)
+	out.finish()
+	if o.res == nil && !abandoned {
+		if o.err == nil {
+			o.err = errors.New("the sandbox returned no result")
+		}
+		return nil, execError(ctx, o.err, in.Workdir)
+	}
+	return e.result(in, timeout, o, abandoned, cancelled, notes, out), nil
+}
+
+// run starts the command and waits for it, emitting heartbeats, within the
+// hard deadline timeout + Grace (and at most Grace after ctx is done).
+// abandoned reports that the sandbox did not return in time; cancelled that
+// ctx was done while it ran.
+func (e *executor) run(ctx context.Context, req sandbox.ExecRequest, timeout time.Duration, out *outputCap) (o execOutcome, abandoned, cancelled bool) {
+	execCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	done := make(chan execOutcome, 1)
+	go func() {
+		res, err := e.sb.Exec(execCtx, req)
+		done <- execOutcome{res, err}
+	}()
+	beat := time.NewTicker(e.opts.Heartbeat)
+	defer beat.Stop()
+	hardAt := time.Now().Add(timeout + e.opts.Grace)
+	hard := time.NewTimer(time.Until(hardAt))
+	defer hard.Stop()
+	ctxDone := ctx.Done()
+	for {
+		select {
+		case o = <-done:
+			return o, false, cancelled || (o.res != nil && o.res.Cancelled)
+		case <-beat.C:
+			out.heartbeat()
+		case <-ctxDone:
+			ctxDone, cancelled = nil, true
+			if at := time.Now().Add(e.opts.Grace); at.Before(hardAt) {
+				hardAt = at
+				hard.Reset(time.Until(hardAt))
+			}
+		case <-hard.C:
+			return execOutcome{}, true, cancelled
+		}
+	}
+}
+
+// createOutputFile creates the call's full output file in OutputDir.
+func (e *executor) createOutputFile(callID string) (*os.File, error) {
+	dir, err := filepath.Abs(e.opts.OutputDir) // the model reads it from another cwd
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	name := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' {
+			return r
+		}
+		return '_'
+	}, callID)
+	if len(name) > 64 {
+		name = name[:64]
+	}
+	if name == "" {
+		name = "call"
+	}
+	return os.CreateTemp(dir, "execute-"+name+"-*.log")
+}
+
+// execError maps a sandbox error that prevented the run to a stage.
+func execError(ctx context.Context, err error, workdir string) *tool.Error {
+	var te *tool.Error
+	if errors.As(err, &te) {
+		return te
+	}
+	e := &tool.Error{Stage: tool.Execution, Msg: err.Error(), Err: err}
+	switch {
+	case errors.Is(err, sandbox.ErrOutsideWorkspace):
+		e.Stage, e.Msg = tool.Authorization, fmt.Sprintf("workdir %q is outside the workspace: %v", workdir, err)
+		e.Hint = "use a workdir inside the workspace (relative to its root), or omit it"
+	case errors.Is(err, sandbox.ErrNotFound), errors.Is(err, sandbox.ErrNotDir):
+		e.Stage, e.Msg = tool.Parameters, fmt.Sprintf("workdir %q is not a directory in the workspace: %v", workdir, err)
+		e.Hint = "check the directory with ls, or omit workdir to run in the root"
+	case errors.Is(err, os.ErrPermission):
+		e.Stage = tool.Authorization
+		e.Hint = "the host does not permit this; choose another workdir"
+	case errors.Is(err, sandbox.ErrUnsupported):
+		e.Hint = "this sandbox cannot run commands; use the filesystem tools"
+	case ctx.Err() != nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		e.Msg = "cancelled before the command started: " + err.Error()
+		e.Hint = "the call was stopped; nothing ran"
+	default:
+		e.Msg = "the command could not be started: " + err.Error()
+		e.Hint = "check the sandbox's shell and workspace"
+	}
+	return e
+}
+
+// result renders the header, notes and projection, and the evidence.
+func (e *executor) result(in executeInput, timeout time.Duration, o execOutcome, abandoned, cancelled bool, notes []string, out *outputCap) *tool.Result {
+	text, st := out.projection()
+	res := o.res
+	if res == nil {
+		res = &sandbox.ExecResult{ExitCode: -1, TimedOut: !cancelled, Cancelled: cancelled}
+	}
+	timedOut := res.TimedOut
+	cancelled = cancelled || res.Cancelled
+	if cancelled {
+		timedOut = false // the caller's stop is the cause the model should see
+	}
+	dur := res.Duration
+	var b strings.Builder
+	isError := timedOut || cancelled || abandoned
+	switch {
+	case abandoned:
+		cause := fmt.Sprintf("the command timed out after %s", exDuration(timeout))
+		if cancelled {
+			cause = "the call was cancelled"
+		}
+		fmt.Fprintf(&b, "Execution error in execute: %s and the sandbox did not stop it within the %s grace; it may still be running (next: inspect the state before retrying; a narrower or shorter command is safer)\n",
+			cause, exDuration(e.opts.Grace))
+	case cancelled:
+		fmt.Fprintf(&b, "Execution error in execute: cancelled by the caller after %s; the command's process group was stopped (next: inspect the state before retrying)\n",
+			exDuration(dur))
+	case timedOut:
+		fmt.Fprintf(&b, "Execution error in execute: timed out after %s; the command's process group was stopped (next: raise timeout_ms up to %d, or narrow the command; inspect partial effects before retrying)\n",
+			exDuration(timeout), e.opts.MaxTimeout.Milliseconds())
+	}
+	exit := strconv.Itoa(res.ExitCode)
+	if res.ExitCode == -1 {
+		exit = "-1 (ended by a signal)"
+	}
+	if abandoned {
+		exit = "unknown"
+	}
+	fmt.Fprintf(&b, "exit code: %s · duration: %s\n", exit, exDuration(dur))
+	for _, n := range notes {
+		b.WriteString("note: " + n + "\n")
+	}
+	if res.Lingering {
+		b.WriteString("note: background processes kept the output open after the shell exited; they were stopped and output after that point is not included\n")
+	}
+	for s, name := range []string{"stdout", "stderr"} {
+		if st.BinaryBytes[s] > 0 {
+			fmt.Fprintf(&b, "note: %s turned binary (NUL bytes) at byte %s; %s bytes of binary data are not shown (inspect with od -c, file or xxd | head)\n",
+				name, exCount(st.BinaryAt[s]), exCount(st.BinaryBytes[s]))
+		}
+	}
+	b.WriteString("output: ")
+	switch {
+	case st.Chars == 0:
+		b.WriteString("none")
+	case st.OmittedChars > 0:
+		fmt.Fprintf(&b, "%s in %s produced; %s shown (first %s and last %s; %s)",
+			exPlural(st.Chars, "character", "characters"), exPlural(st.Lines, "line", "lines"),
+			exPlural(st.Shown, "character", "characters"), exCount(int64(out.headMax)), exCount(int64(out.tailMax)),
+			strings.Trim(omissionMarker(st), "[]"))
+	default:
+		fmt.Fprintf(&b, "%s in %s", exPlural(st.Chars, "character", "characters"), exPlural(st.Lines, "line", "lines"))
+	}
+	if st.StderrChars > 0 {
+		fmt.Fprintf(&b, "; stdout and stderr interleaved, %s from stderr", exPlural(st.StderrChars, "character", "characters"))
+	}
+	b.WriteString("\n")
+	if st.FilePath != "" {
+		fmt.Fprintf(&b, "full output: %s (raw bytes as produced, %s bytes", st.FilePath, exCount(st.FileBytes))
+		if st.FileFull {
+			fmt.Fprintf(&b, "; stopped at the %s-byte limit", exCount(e.opts.MaxOutputFileBytes))
+		}
+		if st.FileErr != nil {
+			fmt.Fprintf(&b, "; writing failed: %v", st.FileErr)
+		}
+		b.WriteString(")")
+		if st.OmittedChars > 0 {
+			fmt.Fprintf(&b, "; read the omitted lines with execute: sed -n '%d,%dp' %s, or grep -n PATTERN %s",
+				st.FirstOmitted, st.LastOmitted, exShellQuote(st.FilePath), exShellQuote(st.FilePath))
+		}
+		b.WriteString("\n")
+	} else if st.OmittedChars > 0 {
+		b.WriteString("to see the omitted middle: re-run narrower (grep, head, tail -n) or redirect the output to a file and read slices of it\n")
+	}
+	if st.Chars > 0 {
+		b.WriteString("---\n")
+		b.WriteString(text)
+	}
+
+	ev := map[string]any{
+		"exit_code":     res.ExitCode,
+		"timed_out":     timedOut || (abandoned && !cancelled),
+		"cancelled":     cancelled,
+		"duration_ms":   dur.Milliseconds(),
+		"output_chars":  st.Chars,
+		"output_lines":  st.Lines,
+		"shown_chars":   st.Shown,
+		"omitted_chars": st.OmittedChars,
+		"omitted_lines": st.OmittedLines,
+		"stderr_chars":  st.StderrChars,
+		"lingering":     res.Lingering,
+		"timeout_ms":    timeout.Milliseconds(),
+	}
+	if abandoned {
+		ev["sandbox_unresponsive"] = true
+	}
+	if st.FilePath != "" {
+		ev["full_output_path"] = st.FilePath
+	}
+	if bin := st.BinaryBytes[0] + st.BinaryBytes[1]; bin > 0 {
+		ev["binary_bytes"] = bin
+	}
+	r := &tool.Result{
+		Content:  []tool.Content{{Type: tool.TextContent, Text: b.String()}},
+		Evidence: ev,
+	}
+	if isError {
+		r.IsError, r.Stage = true, tool.Execution
+	}
+	return r
+}
+
+// exDuration formats d for the model: "2 min", "1.5 s", "300 ms".
+func exDuration(d time.Duration) string {
+	switch {
+	case d >= time.Minute && d%time.Minute == 0:
+		return strconv.FormatInt(int64(d/time.Minute), 10) + " min"
+	case d < time.Second:
+		return strconv.FormatInt(d.Milliseconds(), 10) + " ms"
+	case d%time.Second == 0:
+		return strconv.FormatInt(int64(d/time.Second), 10) + " s"
+	default:
+		return strconv.FormatFloat(d.Seconds(), 'f', 1, 64) + " s"
+	}
+}
+
+// exShellQuote quotes p for sh when it holds anything but safe characters.
+func exShellQuote(p string) string {
+	safe := p != "" && strings.IndexFunc(p, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-+:@%", r))
+	}) < 0
+	if safe {
+		return p
+	}
+	return "'" + strings.ReplaceAll(p, "'", `'\''`) + "'"
+}

@@ -1,0 +1,590 @@
+package coretools
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/aibuddy/aibuddy/tool"
+)
+
+// This file builds the model projection of a command's output as the output
+// is produced (seed: "Shell output is capped at 30,000 characters before it
+// enters model context ... Enforcing this boundary as output is produced is
+// more reliable than waiting for context pressure").
+//
+// Raw chunks of stdout and stderr go through three stages, under one lock,
+// in arrival order:
+//
+//  1. the client: each chunk is emitted as a transient tool.Event (a copy);
+//  2. the record: each chunk is appended to the full output file, if any;
+//  3. the model: each stream is normalized (ANSI escape sequences stripped,
+//     carriage-return frames collapsed, invalid UTF-8 and control bytes
+//     replaced or dropped, binary data counted instead of shown) into
+//     complete lines, which the head+tail accumulator keeps within the cap.
+//
+// Memory stays bounded whatever the command prints: the head holds at most
+// MaxOutputChars/2 characters, the tail ring the last MaxOutputChars/2 (at
+// most 4 bytes each, plus compaction slack), and one pending line per
+// stream at most outPendingMax bytes.
+
+// Stream indexes.
+const (
+	outStdout = 0
+	outStderr = 1
+)
+
+// outPendingMax is the most bytes of one unterminated line a stream holds
+// back (so that a later lone '\r' can still erase it). A longer line is
+// committed in pieces; a '\r' after that erases only the uncommitted rest.
+const outPendingMax = 64 << 10
+
+// outEscapeMax bounds the bytes of one escape sequence: an OSC or DCS string
+// that never terminates stops being swallowed after this many bytes.
+const outEscapeMax = 4096
+
+// outPlain marks bytes that are plain text on their own: printable ASCII
+// and TAB. Everything else takes the slow path.
+var outPlain = func() (t [256]bool) {
+	for b := 0x20; b < 0x7f; b++ {
+		t[b] = true
+	}
+	t['\t'] = true
+	return t
+}()
+
+// escState is where a stream is inside an escape sequence.
+type escState uint8
+
+const (
+	escNone         escState = iota
+	escStart                 // after ESC
+	escCSI                   // ESC [ params intermediates, until a final byte 0x40-0x7E
+	escIntermediate          // ESC then 0x20-0x2F bytes, until a final byte 0x30-0x7E
+	escString                // OSC, DCS, SOS, PM, APC: until BEL or ESC \
+	escStringEsc             // ESC seen inside a string
+)
+
+// streamNorm is the per-stream normalization state.
+type streamNorm struct {
+	esc    escState
+	escLen int
+	carry  [utf8.UTFMax]byte // an incomplete UTF-8 sequence at the end of a chunk
+	ncarry int
+	line   []byte // the current line, not yet committed
+	cr     bool   // a lone '\r' was seen: the next text replaces the line
+	binary bool   // a NUL byte was seen: the rest is counted, not shown
+	binAt  int64  // raw byte offset in this stream where binary data began
+}
+
+// outputCap receives a command's output and builds its model projection.
+// Its writers ([outputCap.writer]) are safe for concurrent use.
+type outputCap struct {
+	mu     sync.Mutex
+	closed bool // finish was called: later writes are discarded
+
+	emit func(tool.Event) // transient client events; may be nil
+
+	headMax, tailMax int // characters
+
+	norm [2]streamNorm
+	buf  []byte // committed text of the chunk being processed
+
+	// The accumulator, over the committed (normalized) text.
+	head      []byte
+	headChars int
+	headNL    int64 // newlines in head
+	tail      []byte
+	tailOff   int // tail[tailOff:] is the live tail
+	tailChars int
+
+	chars       int64    // committed characters in all
+	newlines    int64    // committed '\n' in all
+	lastNL      bool     // the last committed character is '\n'
+	evChars     int64    // characters evicted between head and tail
+	evNL        int64    // '\n' among them
+	evLastNL    bool     // the last evicted character is '\n'
+	streamChars [2]int64 // committed characters per stream
+
+	rawBytes [2]int64 // raw bytes received per stream
+	binBytes [2]int64 // raw bytes of binary data not shown, per stream
+
+	file      *os.File // full raw output, or nil
+	filePath  string
+	fileBytes int64
+	fileMax   int64 // bytes; the file stops growing past it
+	fileFull  bool
+	fileErr   error
+}
+
+// newOutputCap keeps maxChars characters of projection (half head, half
+// tail); emit may be nil.
+func newOutputCap(maxChars int, emit func(tool.Event)) *outputCap {
+	h := maxChars / 2
+	return &outputCap{emit: emit, headMax: h, tailMax: maxChars - h}
+}
+
+// keepFile makes the cap append every raw chunk to f, up to max bytes.
+func (c *outputCap) keepFile(f *os.File, max int64) {
+	c.file, c.filePath, c.fileMax = f, f.Name(), max
+}
+
+// writer returns the io.Writer of one stream (outStdout or outStderr).
+func (c *outputCap) writer(stream int) io.Writer {
+	return capWriter{c, stream}
+}
+
+type capWriter struct {
+	c      *outputCap
+	stream int
+}
+
+func (w capWriter) Write(p []byte) (int, error) {
+	w.c.write(w.stream, p)
+	return len(p), nil
+}
+
+// heartbeat emits a heartbeat event, serialized with the output events.
+func (c *outputCap) heartbeat() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.closed && c.emit != nil {
+		c.emit(tool.Event{Kind: tool.EventHeartbeat, Time: time.Now()})
+	}
+}
+
+func (c *outputCap) write(stream int, p []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed || len(p) == 0 {
+		return
+	}
+	c.rawBytes[stream] += int64(len(p))
+	if c.emit != nil {
+		kind := tool.EventStdout
+		if stream == outStderr {
+			kind = tool.EventStderr
+		}
+		c.emit(tool.Event{Kind: kind, Data: append([]byte(nil), p...), Time: time.Now()})
+	}
+	c.record(p)
+	c.feed(stream, p)
+}
+
+// record appends p to the full output file while it is within fileMax.
+func (c *outputCap) record(p []byte) {
+	if c.file == nil || c.fileErr != nil || c.fileFull {
+		return
+	}
+	if room := c.fileMax - c.fileBytes; int64(len(p)) > room {
+		p = p[:max(room, 0)]
+		c.fileFull = true
+	}
+	n, err := c.file.Write(p)
+	c.fileBytes += int64(n)
+	if err != nil {
+		c.fileErr = err
+	}
+}
+
+// feed normalizes one raw chunk of a stream and commits the complete lines.
+func (c *outputCap) feed(stream int, p []byte) {
+	n := &c.norm[stream]
+	if n.binary {
+		c.binBytes[stream] += int64(len(p))
+		return
+	}
+	out := c.buf[:0]
+	i := 0
+	if n.ncarry > 0 {
+		// Complete the UTF-8 sequence cut at the end of the last chunk.
+		var tmp [2 * utf8.UTFMax]byte
+		k := copy(tmp[:], n.carry[:n.ncarry])
+		k += copy(tmp[k:utf8.UTFMax], p)
+		seq := tmp[:k]
+		if !utf8.FullRune(seq) {
+			n.ncarry = copy(n.carry[:], seq)
+			return
+		}
+		r, size := utf8.DecodeRune(seq)
+		had := n.ncarry
+		n.ncarry = 0
+		if r == utf8.RuneError && size == 1 {
+			// An invalid sequence: the lead and each carried continuation
+			// byte are one U+FFFD each, as whole-input decoding gives.
+			for range had {
+				out = n.text(out, replacementChar)
+			}
+		} else {
+			if r < 0x80 || r > 0x9f { // C1 controls are dropped
+				out = n.text(out, seq[:size])
+			}
+			i = size - had
+		}
+	}
+	for i < len(p) {
+		if n.esc != escNone {
+			i = n.escape(p, i)
+			continue
+		}
+		j := i
+		for j < len(p) && outPlain[p[j]] {
+			j++
+		}
+		if j > i {
+			out = n.text(out, p[i:j])
+			i = j
+			continue
+		}
+		switch b := p[i]; {
+		case b == '\n':
+			out = append(out, n.line...)
+			out = append(out, '\n')
+			n.line, n.cr = n.line[:0], false
+			i++
+		case b == '\r':
+			n.cr = true // a lone '\r' unless '\n' follows
+			i++
+		case b == 0x1b:
+			n.esc, n.escLen = escStart, 0
+			i++
+		case b == 0:
+			// Binary data: what came before stays; the rest is counted.
+			out = append(out, n.line...)
+			n.line, n.cr, n.binary = nil, false, true
+			n.binAt = c.rawBytes[stream] - int64(len(p)-i)
+			c.binBytes[stream] += int64(len(p) - i)
+			i = len(p)
+		case b == '\b':
+			if !n.cr && len(n.line) > 0 {
+				_, size := utf8.DecodeLastRune(n.line)
+				n.line = n.line[:len(n.line)-size]
+			}
+			i++
+		case b < 0x80:
+			i++ // other C0 controls and DEL: dropped
+		default:
+			r, size := utf8.DecodeRune(p[i:])
+			switch {
+			case r == utf8.RuneError && size == 1 && !utf8.FullRune(p[i:]):
+				n.ncarry = copy(n.carry[:], p[i:]) // cut by the chunk end
+				i = len(p)
+			case r == utf8.RuneError && size == 1:
+				out = n.text(out, replacementChar) // invalid UTF-8, replaced visibly
+				i++
+			case r >= 0x80 && r <= 0x9f:
+				i += size // C1 controls: dropped
+			default:
+				out = n.text(out, p[i:i+size])
+				i += size
+			}
+		}
+		if len(n.line) > outPendingMax {
+			out = append(out, n.line...)
+			n.line = n.line[:0]
+		}
+	}
+	c.commit(stream, out)
+	c.buf = out[:0]
+}
+
+var replacementChar = []byte(string(utf8.RuneError))
+
+// text appends visible text to the stream's current line; after a lone
+// '\r' the line starts over (BH-027: only text after the last lone '\r'
+// of a line is kept).
+func (n *streamNorm) text(out, t []byte) []byte {
+	if n.cr {
+		n.line, n.cr = n.line[:0], false
+	}
+	n.line = append(n.line, t...)
+	return out
+}
+
+// escape consumes bytes of an escape sequence from p[i:] and returns where
+// normal processing resumes. A malformed sequence ends at the offending
+// byte, which is then processed as text.
+func (n *streamNorm) escape(p []byte, i int) int {
+	for i < len(p) {
+		if n.escLen++; n.escLen > outEscapeMax {
+			n.esc = escNone
+			return i
+		}
+		b := p[i]
+		switch n.esc {
+		case escStart:
+			switch {
+			case b == '[':
+				n.esc = escCSI
+			case b == ']' || b == 'P' || b == 'X' || b == '^' || b == '_':
+				n.esc = escString
+			case b >= 0x20 && b <= 0x2f:
+				n.esc = escIntermediate
+			case b >= 0x30 && b <= 0x7e:
+				n.esc = escNone // a two-byte sequence (ESC 7, ESC M, ...)
+				return i + 1
+			default:
+				n.esc = escNone // a lone ESC: drop it
+				return i
+			}
+		case escCSI:
+			switch {
+			case b >= 0x40 && b <= 0x7e:
+				n.esc = escNone
+				return i + 1
+			case b < 0x20 || b > 0x7e:
+				n.esc = escNone
+				return i
+			}
+		case escIntermediate:
+			switch {
+			case b >= 0x30 && b <= 0x7e:
+				n.esc = escNone
+				return i + 1
+			case b < 0x20 || b > 0x7e:
+				n.esc = escNone
+				return i
+			}
+		case escString:
+			switch b {
+			case 0x07:
+				n.esc = escNone
+				return i + 1
+			case 0x1b:
+				n.esc = escStringEsc
+			case '\n':
+				n.esc = escNone // unterminated: do not swallow lines
+				return i
+			}
+		case escStringEsc:
+			if b == '\\' {
+				n.esc = escNone
+				return i + 1
+			}
+			n.esc = escStart // the string ended; this ESC starts a new sequence
+			continue
+		}
+		i++
+	}
+	return i
+}
+
+// commit adds normalized text of a stream to the totals and the
+// accumulator. Every character counts against the cap, newlines included
+// (so a trailing newline is one character of the tail).
+func (c *outputCap) commit(stream int, p []byte) {
+	if len(p) == 0 {
+		return
+	}
+	nc := int64(utf8.RuneCount(p))
+	c.chars += nc
+	c.streamChars[stream] += nc
+	c.newlines += int64(bytes.Count(p, []byte{'\n'}))
+	c.lastNL = p[len(p)-1] == '\n'
+	c.accumulate(p)
+}
+
+// accumulate keeps the first headMax characters and the last tailMax.
+func (c *outputCap) accumulate(p []byte) {
+	if len(p) == 0 {
+		return
+	}
+	nc := utf8.RuneCount(p)
+	if c.headChars < c.headMax {
+		take := min(c.headMax-c.headChars, nc)
+		k := runePrefix(p, take, nc)
+		c.head = append(c.head, p[:k]...)
+		c.headChars += take
+		c.headNL += int64(bytes.Count(p[:k], []byte{'\n'}))
+		p, nc = p[k:], nc-take
+		if nc == 0 {
+			return
+		}
+	}
+	if nc >= c.tailMax {
+		// The chunk alone fills the tail: the old tail and the chunk's
+		// front are evicted.
+		cut := runeSuffix(p, c.tailMax, nc)
+		live := c.tail[c.tailOff:]
+		c.evChars += int64(c.tailChars + nc - c.tailMax)
+		c.evNL += int64(bytes.Count(live, []byte{'\n'}) + bytes.Count(p[:cut], []byte{'\n'}))
+		if cut > 0 {
+			c.evLastNL = p[cut-1] == '\n'
+		} else if len(live) > 0 {
+			c.evLastNL = live[len(live)-1] == '\n'
+		}
+		c.tail = append(c.tail[:0], p[cut:]...)
+		c.tailOff, c.tailChars = 0, c.tailMax
+		return
+	}
+	c.tail = append(c.tail, p...)
+	c.tailChars += nc
+	if excess := c.tailChars - c.tailMax; excess > 0 {
+		live := c.tail[c.tailOff:]
+		k := runePrefix(live, excess, -1)
+		c.evChars += int64(excess)
+		c.evNL += int64(bytes.Count(live[:k], []byte{'\n'}))
+		c.evLastNL = live[k-1] == '\n'
+		c.tailOff += k
+		c.tailChars = c.tailMax
+		if c.tailOff > len(c.tail)/2 {
+			c.tail = c.tail[:copy(c.tail, c.tail[c.tailOff:])]
+			c.tailOff = 0
+		}
+	}
+}
+
+// runePrefix returns the byte length of the first k characters of p; nc is
+// p's character count, or -1 when unknown.
+func runePrefix(p []byte, k, nc int) int {
+	if nc == len(p) {
+		return k // ASCII
+	}
+	i := 0
+	for ; k > 0 && i < len(p); k-- {
+		_, size := utf8.DecodeRune(p[i:])
+		i += size
+	}
+	return i
+}
+
+// runeSuffix returns the byte offset where the last k characters of p
+// begin; nc is p's character count.
+func runeSuffix(p []byte, k, nc int) int {
+	if nc == len(p) {
+		return len(p) - k // ASCII
+	}
+	i := len(p)
+	for ; k > 0 && i > 0; k-- {
+		_, size := utf8.DecodeLastRune(p[:i])
+		i -= size
+	}
+	return i
+}
+
+// finish flushes every stream's pending line and stops accepting writes.
+// It is idempotent.
+func (c *outputCap) finish() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return
+	}
+	c.closed = true
+	for s := range c.norm {
+		n := &c.norm[s]
+		out := c.buf[:0]
+		if n.ncarry > 0 {
+			out = n.text(out, replacementChar)
+			n.ncarry = 0
+		}
+		out = append(out, n.line...) // a lone '\r' at the end erases nothing
+		n.line = nil
+		c.commit(s, out)
+	}
+}
+
+// capStats is what the projection says about the output, in characters
+// (runes of the normalized text) unless named bytes.
+type capStats struct {
+	Chars        int64    // characters produced (normalized text, both streams)
+	Lines        int64    // lines produced (a final line without '\n' counts)
+	Shown        int64    // characters in the projection's head and tail
+	OmittedChars int64    // characters left out between head and tail
+	OmittedLines int64    // lines touched by the omission (0 when none)
+	FirstOmitted int64    // 1-based line of the first omitted character
+	LastOmitted  int64    // 1-based line of the last omitted character
+	StderrChars  int64    // characters that came from stderr
+	RawBytes     [2]int64 // bytes received on stdout, stderr
+	BinaryBytes  [2]int64 // bytes of binary data not shown, per stream
+	BinaryAt     [2]int64 // raw offset where binary data began, per stream
+	FilePath     string   // full output file, "" when none
+	FileBytes    int64    // bytes written to it
+	FileFull     bool     // it stopped at its size limit
+	FileErr      error    // writing it failed
+}
+
+// projection returns the model's text (head, marker, tail) and the counts.
+// Call it after finish.
+func (c *outputCap) projection() (string, capStats) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := capStats{
+		Chars:        c.chars,
+		Lines:        c.newlines,
+		Shown:        int64(c.headChars + c.tailChars),
+		OmittedChars: c.evChars,
+		StderrChars:  c.streamChars[outStderr],
+		RawBytes:     c.rawBytes,
+		BinaryBytes:  c.binBytes,
+		BinaryAt:     [2]int64{c.norm[0].binAt, c.norm[1].binAt},
+		FilePath:     c.filePath,
+		FileBytes:    c.fileBytes,
+		FileFull:     c.fileFull,
+		FileErr:      c.fileErr,
+	}
+	if c.chars > 0 && !c.lastNL {
+		st.Lines++
+	}
+	var b strings.Builder
+	b.Grow(len(c.head) + len(c.tail) - c.tailOff + 64)
+	b.Write(c.head)
+	if c.evChars > 0 {
+		st.FirstOmitted = 1 + c.headNL
+		st.LastOmitted = 1 + c.headNL + c.evNL
+		if c.evLastNL {
+			st.LastOmitted--
+		}
+		st.OmittedLines = st.LastOmitted - st.FirstOmitted + 1
+		if len(c.head) > 0 && c.head[len(c.head)-1] != '\n' {
+			b.WriteByte('\n')
+		}
+		b.WriteString(omissionMarker(st))
+		b.WriteByte('\n')
+	}
+	b.Write(c.tail[c.tailOff:])
+	// The output's final newline ends the last line; it is not shown.
+	return strings.TrimSuffix(b.String(), "\n"), st
+}
+
+// omissionMarker is the line that stands for the omitted middle, e.g.
+// "[49,940 characters omitted: lines 582-2,446]" (case BH-046).
+func omissionMarker(st capStats) string {
+	lines := "line " + exCount(st.FirstOmitted)
+	if st.LastOmitted != st.FirstOmitted {
+		lines = "lines " + exCount(st.FirstOmitted) + "-" + exCount(st.LastOmitted)
+	}
+	return fmt.Sprintf("[%s omitted: %s]", exPlural(st.OmittedChars, "character", "characters"), lines)
+}
+
+// exCount formats n with thousands separators: 65544 -> "65,544".
+func exCount(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	if neg {
+		b.WriteByte('-')
+	}
+	for i := range len(s) {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// exPlural returns "1 line" or "2,000 lines".
+func exPlural(n int64, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return exCount(n) + " " + many
+}
