@@ -183,7 +183,15 @@ func loadOne(root *os.Root, abs string, e fs.DirEntry) (s Skill, ok bool, reason
 		return s, false, fmt.Sprintf("cannot open the skill folder: %v", rootErr(err))
 	}
 	defer sub.Close()
-	f, err := sub.Open(SkillFile)
+	// Stat before Open: opening a FIFO named SKILL.md would block.
+	fi, err := sub.Stat(SkillFile)
+	if err == nil && !fi.Mode().IsRegular() {
+		return s, false, SkillFile + " is not a regular file"
+	}
+	var f *os.File
+	if err == nil {
+		f, err = sub.Open(SkillFile)
+	}
 	if err != nil {
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
@@ -197,9 +205,6 @@ func loadOne(root *os.Root, abs string, e fs.DirEntry) (s Skill, ok bool, reason
 		return s, false, fmt.Sprintf("cannot open %s: %v", SkillFile, rootErr(err))
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return s, false, SkillFile + " is not a regular file"
-	}
 	data, err := io.ReadAll(io.LimitReader(f, MaxSkillFileBytes+1))
 	if err != nil {
 		return s, false, fmt.Sprintf("cannot read %s: %v", SkillFile, err)

@@ -280,3 +280,36 @@ func TestParseCRLFAndBOM(t *testing.T) {
 		t.Errorf("got %+v %q", s, s.Instructions())
 	}
 }
+
+func TestLoadFIFONotOpened(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "pipe"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := mkfifo(filepath.Join(dir, "pipe", "SKILL.md")); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	_, problems := skills.Load([]string{dir}) // must not block
+	if r, _ := problemFor(problems, "pipe/SKILL.md"); !strings.Contains(r, "not a regular file") {
+		t.Errorf("fifo: %q", r)
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	f.Add([]byte(skillMD("pdf", "PDF tools.", "# Body\n")))
+	f.Add([]byte("---\nname: a\ndescription: b\nmetadata: {x: [1, 2]}\n---\n"))
+	f.Add([]byte("---\n&a [*a]\n---\n"))
+	f.Add([]byte("---\r\nname: x\r\n...\r\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := skills.Parse(data)
+		if err != nil {
+			return
+		}
+		if s.Name == "" || len(s.Name) > skills.MaxNameLen || strings.ToLower(s.Name) != s.Name || strings.Contains(s.Name, "--") {
+			t.Errorf("accepted name %q", s.Name)
+		}
+		if s.Description == "" || len([]rune(s.Description)) > skills.MaxDescriptionLen {
+			t.Errorf("accepted description of %d characters", len([]rune(s.Description)))
+		}
+	})
+}
