@@ -68,8 +68,9 @@ type viewInput struct {
 // Without "file" the result is the skill's instructions (SKILL.md without
 // its front matter, as loaded) under a header naming the skill and its
 // folder, followed by the list of its reference files (at most 100 named;
-// the rest counted). With "file" it is that file's text ("SKILL.md" gives the instructions). Either text is
-// shown from line "offset", at most "limit" lines and MaxChars characters;
+// the rest counted). With "file" it is that file's text ("SKILL.md" gives
+// the instructions). Either text is shown from line "offset", at most
+// "limit" lines and MaxChars characters;
 // when more follows, the result says so and gives the offset to continue
 // with. A binary or non-UTF-8 file gets a one-line notice with its size
 // instead of its content. Evidence: "skill", "file", "first_line",
