@@ -1,0 +1,33 @@
+// Package mcpclient connects aibuddy to external MCP servers and turns the
+// tools they offer into ordinary [tool.Tool] values: one job, from a
+// "mcpServers" configuration to callable, namespaced tools.
+//
+// It covers the MCP Integration part of the seed (tools-and-execution.md,
+// "The registry defines contracts; each run defines capability") and the
+// field cases BH-031..BH-043 (shared/cases/5-mcp-schemas.md):
+//
+//   - Configuration: [ParseServers] reads the Claude Desktop / Claude Code /
+//     Cursor "mcpServers" object strictly, with ${VAR} and ${VAR:-default}
+//     expansion from the host environment as Claude Code does.
+//   - Connections: [Connect] (or [Start]) opens every server in parallel with
+//     the official Go SDK (github.com/modelcontextprotocol/go-sdk): stdio
+//     (our own process handling: own process group, stderr drained into a
+//     bounded ring, early exit noticed at once), streamable HTTP and legacy
+//     SSE. Every handshake is bounded by Options.InitTimeout; a server that
+//     crashes, hangs or writes garbage is marked failed with its reason while
+//     the others keep working (BH-041, BH-042).
+//   - Names: every tool is exposed as <server>__<tool>, sanitized to
+//     ^[a-zA-Z0-9_-]{1,64}$ with a short stable hash when too long or when
+//     two names sanitize alike; calls are routed back to the original MCP
+//     name; a collision that cannot be disambiguated is an [ErrNameCollision]
+//     (BH-039).
+//   - Schemas: each tool goes through [tool.Define] on its own; a tool whose
+//     schema cannot be used is quarantined with a reason naming server and
+//     tool while its siblings load; safe, meaning-preserving repairs are
+//     applied and recorded (BH-031, BH-033, BH-034, BH-037).
+//   - Changes: notifications/tools/list_changed re-fetches the server's
+//     tools once per burst (debounced) and notifies subscribers; a
+//     disconnect removes the server's tools with the reason (BH-043).
+//   - Teardown: [Manager.Close] closes stdin, waits, then terminates and
+//     kills each stdio server's process group, each step bounded.
+package mcpclient

@@ -1,0 +1,181 @@
+package mcpclient_test
+
+// Scripted MCP servers for the tests. The test binary re-executes itself
+// with MCPCLIENT_TEST_SERVER set (the go-sdk's own pattern) and speaks raw
+// newline-delimited JSON-RPC on stdin/stdout. Raw, not the SDK's server,
+// because several cases need what a correct server never sends: a schema
+// whose top level is a string, garbage on stdout, notification bursts.
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aibuddy/aibuddy/mcpclient"
+)
+
+const serverEnv = "MCPCLIENT_TEST_SERVER"
+
+// scriptedServer returns the configuration of a re-executed test server of
+// the given kind. tools is the raw JSON array served by tools/list; extra
+// env adds knobs (STDERR_PER_REQ bytes written to stderr per request).
+func scriptedServer(name, kind, tools string, env ...string) mcpclient.ServerConfig {
+	e := map[string]string{serverEnv: kind, "MCPCLIENT_TOOLS": tools}
+	for i := 0; i+1 < len(env); i += 2 {
+		e[env[i]] = env[i+1]
+	}
+	return mcpclient.ServerConfig{Name: name, Type: mcpclient.TypeStdio, Command: os.Args[0],
+		Args: []string{"-test.run=^$"}, Env: e}
+}
+
+type rpcMsg struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id,omitempty"`
+	Method  string          `json:"method,omitempty"`
+	Params  json.RawMessage `json:"params,omitempty"`
+}
+
+// runTestServer serves one scripted server until stdin closes.
+func runTestServer(kind string) {
+	switch kind {
+	case "garbage":
+		fmt.Println("hello, I am a server that logs to stdout")
+		_, _ = bufio.NewReader(os.Stdin).ReadString(0) // until stdin closes
+		return
+	}
+	s := &rawServer{out: bufio.NewWriter(os.Stdout)}
+	if err := json.Unmarshal([]byte(os.Getenv("MCPCLIENT_TOOLS")), &s.tools); err != nil {
+		fmt.Fprintln(os.Stderr, "bad MCPCLIENT_TOOLS:", err)
+		os.Exit(2)
+	}
+	s.chatty, _ = strconv.Atoi(os.Getenv("STDERR_PER_REQ"))
+	sc := bufio.NewScanner(os.Stdin)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	var wg sync.WaitGroup
+	for sc.Scan() {
+		var m rpcMsg
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			fmt.Fprintln(os.Stderr, "bad frame:", err)
+			continue
+		}
+		if s.chatty > 0 {
+			os.Stderr.WriteString(strings.Repeat("x", s.chatty-1) + "\n")
+		}
+		wg.Add(1)
+		go func() { defer wg.Done(); s.handle(m) }()
+	}
+	wg.Wait()
+}
+
+type rawServer struct {
+	mu     sync.Mutex
+	out    *bufio.Writer
+	tools  []json.RawMessage
+	calls  int
+	lists  int
+	chatty int
+}
+
+func (s *rawServer) send(v any) {
+	b, _ := json.Marshal(v)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.out.Write(b)
+	s.out.WriteByte('\n')
+	s.out.Flush()
+}
+
+func (s *rawServer) reply(id json.RawMessage, result any) {
+	s.send(map[string]any{"jsonrpc": "2.0", "id": id, "result": result})
+}
+
+func (s *rawServer) fail(id json.RawMessage, code int, msg string) {
+	s.send(map[string]any{"jsonrpc": "2.0", "id": id, "error": map[string]any{"code": code, "message": msg}})
+}
+
+func (s *rawServer) handle(m rpcMsg) {
+	switch m.Method {
+	case "initialize":
+		var p struct {
+			ProtocolVersion string `json:"protocolVersion"`
+		}
+		_ = json.Unmarshal(m.Params, &p)
+		s.reply(m.ID, map[string]any{
+			"protocolVersion": p.ProtocolVersion,
+			"capabilities":    map[string]any{"tools": map[string]any{"listChanged": true}},
+			"serverInfo":      map[string]any{"name": "scripted", "version": "1.0"},
+		})
+	case "notifications/initialized":
+	case "notifications/cancelled":
+		fmt.Fprintf(os.Stderr, "cancelled request %s\n", m.Params)
+	case "ping":
+		s.reply(m.ID, map[string]any{})
+	case "tools/list":
+		s.mu.Lock()
+		s.lists++
+		n, tools := s.lists, append([]json.RawMessage(nil), s.tools...)
+		s.mu.Unlock()
+		fmt.Fprintf(os.Stderr, "tools/list #%d\n", n)
+		s.reply(m.ID, map[string]any{"tools": tools})
+	case "tools/call":
+		s.call(m)
+	default:
+		if len(m.ID) > 0 {
+			s.fail(m.ID, -32601, "method not found: "+m.Method)
+		}
+	}
+}
+
+func (s *rawServer) call(m rpcMsg) {
+	var p struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	}
+	_ = json.Unmarshal(m.Params, &p)
+	text := func(t string) map[string]any {
+		return map[string]any{"content": []any{map[string]any{"type": "text", "text": t}}}
+	}
+	switch p.Name {
+	case "fail":
+		r := text("boom: disk full")
+		r["isError"] = true
+		s.reply(m.ID, r)
+	case "crash":
+		fmt.Fprintln(os.Stderr, "fatal: lost the database")
+		os.Exit(7)
+	case "slow":
+		time.Sleep(time.Hour) // until cancelled and killed
+	case "alpha":
+		// BH-043: after the first call, offer beta instead of alpha and
+		// announce it three times in quick succession, then answer.
+		s.mu.Lock()
+		s.calls++
+		first := s.calls == 1
+		if first {
+			s.tools = []json.RawMessage{json.RawMessage(`{"name":"beta","inputSchema":{"type":"object"}}`)}
+		}
+		s.mu.Unlock()
+		if first {
+			for range 3 {
+				s.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+			}
+		}
+		time.Sleep(300 * time.Millisecond) // still in flight while the list changes
+		s.reply(m.ID, text("alpha done"))
+	case "rich":
+		s.reply(m.ID, map[string]any{"content": []any{
+			map[string]any{"type": "text", "text": "hello"},
+			map[string]any{"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"},
+			map[string]any{"type": "audio", "data": "AAAA", "mimeType": "audio/wav"},
+			map[string]any{"type": "resource_link", "uri": "file:///tmp/a.txt", "name": "a.txt"},
+			map[string]any{"type": "resource", "resource": map[string]any{"uri": "file:///tmp/b.txt", "mimeType": "text/plain", "text": "bee"}},
+		}})
+	default:
+		s.reply(m.ID, text(fmt.Sprintf("called %s with %s", p.Name, p.Arguments)))
+	}
+}

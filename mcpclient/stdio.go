@@ -1,0 +1,296 @@
+package mcpclient
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// ring keeps the last max bytes written to it. It never blocks and never
+// fails, so a chatty stderr can always be drained (BH-042).
+type ring struct {
+	mu    sync.Mutex
+	buf   []byte
+	max   int
+	total int64
+}
+
+func newRing(max int) *ring { return &ring{max: max} }
+
+func (r *ring) Write(p []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.total += int64(len(p))
+	if len(p) >= r.max {
+		r.buf = append(r.buf[:0], p[len(p)-r.max:]...)
+		return len(p), nil
+	}
+	if over := len(r.buf) + len(p) - r.max; over > 0 {
+		r.buf = append(r.buf[:0], r.buf[over:]...)
+	}
+	r.buf = append(r.buf, p...)
+	return len(p), nil
+}
+
+// String returns the kept bytes, starting at a line boundary when the ring
+// has dropped older bytes.
+func (r *ring) String() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	b := r.buf
+	if r.total > int64(len(b)) {
+		if i := bytes.IndexByte(b, '\n'); i >= 0 && i < len(b)-1 {
+			b = b[i+1:]
+		}
+	}
+	return strings.ToValidUTF8(string(b), "\uFFFD")
+}
+
+// Total is the number of bytes ever written.
+func (r *ring) Total() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.total
+}
+
+// proc is one stdio server process. We start it ourselves, rather than with
+// mcp.CommandTransport, to own three things the SDK leaves to us: stderr is
+// drained by our goroutine into a ring (BH-042), the exit is noticed the
+// moment it happens (BH-041 "die"), and teardown reaches the whole process
+// group (a shell wrapper's children included).
+type proc struct {
+	name   string
+	cmd    *exec.Cmd
+	stdin  *os.File // our write end of the server's stdin
+	stdout *os.File // our read end of the server's stdout
+	stderr *os.File // our read end of the server's stderr
+
+	errTail *ring // last StderrTailBytes of stderr
+	outTail *ring // last bytes read from stdout, for "garbage on stdout" reasons
+
+	exited  chan struct{} // closed when the process has been reaped
+	waitErr error         // set before exited is closed
+	drained chan struct{} // closed when stderr reached EOF
+
+	initialized atomic.Bool // set after a successful handshake: Close is graceful only then
+	grace       time.Duration
+	closeOnce   sync.Once
+}
+
+// startProc starts sc's command with the host environment plus sc.Env (as
+// Claude Desktop does), in its own process group.
+func startProc(sc ServerConfig, tailBytes int, grace time.Duration) (*proc, error) {
+	p := &proc{
+		name:    sc.Name,
+		errTail: newRing(tailBytes),
+		outTail: newRing(512),
+		exited:  make(chan struct{}),
+		drained: make(chan struct{}),
+		grace:   grace,
+	}
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		closeAll(inR, inW)
+		return nil, err
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		closeAll(inR, inW, outR, outW)
+		return nil, err
+	}
+	cmd := exec.Command(sc.Command, sc.Args...)
+	cmd.Dir = sc.Cwd
+	cmd.Env = mergeEnv(os.Environ(), sc.Env)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		closeAll(inR, inW, outR, outW, errR, errW)
+		return nil, fmt.Errorf("cannot start %q: %w", sc.Command, err)
+	}
+	closeAll(inR, outW, errW) // the child holds its own copies
+	p.cmd, p.stdin, p.stdout, p.stderr = cmd, inW, outR, errR
+	go func() {
+		defer close(p.drained)
+		_, _ = io.Copy(p.errTail, errR)
+	}()
+	go func() {
+		p.waitErr = cmd.Wait()
+		close(p.exited)
+	}()
+	return p, nil
+}
+
+func closeAll(fs ...*os.File) {
+	for _, f := range fs {
+		_ = f.Close()
+	}
+}
+
+// mergeEnv returns host with the entries of extra added or replaced.
+func mergeEnv(host []string, extra map[string]string) []string {
+	out := make([]string, 0, len(host)+len(extra))
+	for _, kv := range host {
+		k, _, _ := strings.Cut(kv, "=")
+		if _, over := extra[k]; over {
+			continue
+		}
+		out = append(out, kv)
+	}
+	for k, v := range extra {
+		out = append(out, k+"="+v)
+	}
+	return out
+}
+
+// transport is the mcp.Transport over the process's pipes.
+func (p *proc) transport() mcp.Transport {
+	return &mcp.IOTransport{
+		Reader:        procReader{p},
+		Writer:        procWriter{p},
+		MaxLineLength: mcp.DefaultMaxLineLength,
+	}
+}
+
+type procReader struct{ p *proc }
+
+func (r procReader) Read(b []byte) (int, error) {
+	n, err := r.p.stdout.Read(b)
+	if n > 0 {
+		_, _ = r.p.outTail.Write(b[:n])
+	}
+	return n, err
+}
+
+// Close is a no-op: the connection is closed by closing stdin (procWriter),
+// and stdout is closed by shutdown once the process is gone.
+func (procReader) Close() error { return nil }
+
+type procWriter struct{ p *proc }
+
+func (w procWriter) Write(b []byte) (int, error) { return w.p.stdin.Write(b) }
+func (w procWriter) Close() error                { w.p.shutdown(); return nil }
+
+// hasExited reports whether the process has been reaped within d.
+func (p *proc) hasExited(d time.Duration) bool {
+	if d <= 0 {
+		select {
+		case <-p.exited:
+			return true
+		default:
+			return false
+		}
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-p.exited:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// shutdown ends the process as the MCP spec's stdio shutdown asks (basic
+// protocol, "Lifecycle: Shutdown"): close stdin, wait up to grace for it to
+// exit, SIGTERM its process group, wait a second, SIGKILL. A server that
+// never completed the handshake gets no grace. Every wait is bounded; it is
+// safe to call more than once.
+func (p *proc) shutdown() {
+	p.closeOnce.Do(func() {
+		_ = p.stdin.Close()
+		grace := p.grace
+		if !p.initialized.Load() {
+			grace = 0
+		}
+		if !p.hasExited(grace) {
+			_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
+			if !p.hasExited(time.Second) {
+				_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+				p.hasExited(2 * time.Second)
+			}
+		}
+		// Children that outlive the server and keep its stderr open are
+		// stopped too, so the drain ends.
+		select {
+		case <-p.drained:
+		case <-time.After(200 * time.Millisecond):
+			_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+			select {
+			case <-p.drained:
+			case <-time.After(time.Second):
+			}
+		}
+		_ = p.stdout.Close() // unblocks the SDK's reader goroutine
+		_ = p.stderr.Close()
+	})
+}
+
+// exitReason describes how the process ended: "exited with status 3",
+// "killed by signal terminated".
+func (p *proc) exitReason() string {
+	var ee *exec.ExitError
+	if errors.As(p.waitErr, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return "killed by signal " + ws.Signal().String()
+		}
+		return fmt.Sprintf("exited with status %d", ee.ExitCode())
+	}
+	if p.waitErr != nil {
+		return "ended: " + p.waitErr.Error()
+	}
+	return "exited with status 0"
+}
+
+// stderrLines returns the last few lines of the stderr tail for an error
+// message (at most ~500 bytes); StderrTail carries the whole ring.
+func (p *proc) stderrLines() string {
+	// The drain may lag the exit by a moment.
+	select {
+	case <-p.drained:
+	case <-time.After(100 * time.Millisecond):
+	}
+	return lastLines(p.errTail.String(), 5, 500)
+}
+
+func lastLines(s string, n, max int) string {
+	s = strings.TrimSpace(s)
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	s = strings.Join(lines, " | ")
+	if len(s) > max {
+		s = "…" + strings.ToValidUTF8(s[len(s)-max:], "")
+	}
+	return s
+}
+
+// garbage returns the first line of recent stdout that is not JSON, if any:
+// the evidence for "answers garbage" (issue 5).
+func (p *proc) garbage() string {
+	for _, line := range strings.Split(p.outTail.String(), "\n") {
+		line = strings.TrimSpace(line)
+		if line != "" && !json.Valid([]byte(line)) {
+			if len(line) > 120 {
+				line = line[:120] + "…"
+			}
+			return line
+		}
+	}
+	return ""
+}
