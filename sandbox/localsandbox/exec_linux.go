@@ -29,3 +29,15 @@ func growPipe(f *os.File) {
 	const fSetPipeSz = 1031
 	_, _, _ = syscall.Syscall(syscall.SYS_FCNTL, f.Fd(), fSetPipeSz, 1<<20)
 }
+
+// pipeBuffered reports the bytes waiting in a pipe (FIONREAD), 0 when
+// unknown.
+func pipeBuffered(rc syscall.RawConn) int {
+	var n int32
+	_ = rc.Control(func(fd uintptr) {
+		if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, fd, syscall.TIOCINQ, uintptr(unsafe.Pointer(&n))); e != 0 {
+			n = 0
+		}
+	})
+	return int(n)
+}

@@ -503,3 +503,27 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+func TestExecStdoutBeforeStderr(t *testing.T) {
+	// "print, then fail on stderr": stdout's waiting data goes first.
+	sb, _ := newExecSandbox(t, nil)
+	for i := range 20 {
+		var mu sync.Mutex
+		var order []string
+		w := func(tag string) writerFunc {
+			return func(p []byte) (int, error) {
+				mu.Lock()
+				order = append(order, tag+strings.TrimSpace(string(p)))
+				mu.Unlock()
+				return len(p), nil
+			}
+		}
+		_, err := sb.Exec(context.Background(), sandbox.ExecRequest{Command: "echo hello; echo oops >&2", Stdout: w("out:"), Stderr: w("err:")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Join(order, ",") != "out:hello,err:oops" {
+			t.Fatalf("run %d: order %v", i, order)
+		}
+	}
+}

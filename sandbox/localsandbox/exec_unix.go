@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -57,8 +58,9 @@ func (s *Sandbox) run(ctx context.Context, req sandbox.ExecRequest, spec runSpec
 	var mu sync.Mutex // serializes writes to req.Stdout and req.Stderr
 	var readers sync.WaitGroup
 	readers.Add(2)
-	go pump(outR, req.Stdout, &mu, &readers)
-	go pump(errR, req.Stderr, &mu, &readers)
+	ord := newStreamOrder(outR)
+	go pump(outR, req.Stdout, &mu, &readers, ord, false)
+	go pump(errR, req.Stderr, &mu, &readers, ord, true)
 	drained := make(chan struct{})
 	go func() { readers.Wait(); close(drained) }()
 
@@ -158,22 +160,78 @@ func (s *Sandbox) run(ctx context.Context, req sandbox.ExecRequest, spec runSpec
 // pump copies r to w chunk by chunk until EOF or a read error (including
 // the read deadline set to stop it). After a write error it keeps reading
 // and discards, so the writer side never blocks on a full pipe.
-func pump(r *os.File, w io.Writer, mu *sync.Mutex, wg *sync.WaitGroup) {
+func pump(r *os.File, w io.Writer, mu *sync.Mutex, wg *sync.WaitGroup, ord *streamOrder, isStderr bool) {
 	defer wg.Done()
 	buf := make([]byte, readChunk)
 	for {
 		n, err := r.Read(buf)
-		if n > 0 && w != nil {
-			mu.Lock()
-			_, werr := w.Write(buf[:n])
-			mu.Unlock()
-			if werr != nil {
-				w = nil
+		if n > 0 {
+			if isStderr {
+				ord.waitStdout()
+			} else {
+				ord.inflight.Store(true)
+			}
+			if w != nil {
+				mu.Lock()
+				_, werr := w.Write(buf[:n])
+				mu.Unlock()
+				if werr != nil {
+					w = nil
+				}
+			}
+			if !isStderr {
+				ord.inflight.Store(false)
+				select {
+				case ord.delivered <- struct{}{}:
+				default:
+				}
 			}
 		}
 		if err != nil {
 			return
 		}
+	}
+}
+
+// orderWait bounds how long a stderr chunk waits for stdout data that is
+// already waiting in its pipe.
+const orderWait = 10 * time.Millisecond
+
+// streamOrder keeps stdout before stderr when both have data waiting. Two
+// pipes carry no arrival order, and the reader goroutines wake in any
+// order; the common shape "print, then fail with a message on stderr" is
+// kept in order by letting stdout data already in its pipe (or read and
+// not yet delivered) go first, for at most orderWait per stderr chunk.
+type streamOrder struct {
+	out       syscall.RawConn // stdout's read end, for the buffered byte count
+	inflight  atomic.Bool     // stdout has read a chunk not yet delivered
+	delivered chan struct{}   // stdout delivered a chunk (capacity 1)
+}
+
+func newStreamOrder(out *os.File) *streamOrder {
+	o := &streamOrder{delivered: make(chan struct{}, 1)}
+	if rc, err := out.SyscallConn(); err == nil {
+		o.out = rc
+	}
+	return o
+}
+
+func (o *streamOrder) waitStdout() {
+	if o.out == nil {
+		return
+	}
+	deadline := time.Now().Add(orderWait)
+	for o.inflight.Load() || pipeBuffered(o.out) > 0 {
+		d := time.Until(deadline)
+		if d <= 0 {
+			return
+		}
+		t := time.NewTimer(min(d, time.Millisecond))
+		select {
+		case <-o.delivered:
+		case <-t.C:
+		}
+		t.Stop()
 	}
 }
 
