@@ -200,6 +200,12 @@ func (c *outputCap) feed(stream int, p []byte) {
 		c.binBytes[stream] += int64(len(p))
 		return
 	}
+	// Keep arrival order across streams: the other stream's unfinished
+	// line arrived before this chunk, so it is committed first.
+	if o := &c.norm[1-stream]; len(o.line) > 0 {
+		c.commit(1-stream, o.line)
+		o.line = o.line[:0]
+	}
 	out := c.buf[:0]
 	i := 0
 	if n.ncarry > 0 {

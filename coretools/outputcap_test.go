@@ -35,7 +35,7 @@ func TestOutputCapEdges(t *testing.T) {
 	// BH-029 edge cases: exactly the cap, one over, a trailing newline.
 	for _, tc := range []struct {
 		name, in, want string
-		omitted      int64
+		omitted        int64
 	}{
 		{"exactly 30,000", strings.Repeat("a", 30000), strings.Repeat("a", 30000), 0},
 		{"29,999 plus newline", strings.Repeat("a", 29999) + "\n", strings.Repeat("a", 29999), 0},
@@ -295,4 +295,17 @@ func FuzzOutputCap(f *testing.F) {
 			t.Fatalf("bad projection %q (%+v)", whole, st)
 		}
 	})
+}
+
+func TestOutputCapArrivalOrderAcrossStreams(t *testing.T) {
+	// An unfinished stdout line that arrived first is not overtaken by a
+	// later stderr line (BH-045's shape).
+	c := newOutputCap(30000, nil)
+	c.writer(outStdout).Write([]byte("wwww"))
+	c.writer(outStderr).Write([]byte("\nerror[E42]: type mismatch\n"))
+	c.writer(outStdout).Write([]byte("after\n"))
+	c.finish()
+	if got, _ := c.projection(); got != "wwww\nerror[E42]: type mismatch\nafter" {
+		t.Errorf("got %q", got)
+	}
 }
