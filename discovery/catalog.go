@@ -156,7 +156,8 @@ func (c *Catalog) Exposure(name string) (Exposure, bool) {
 // Snowball English stem and English stop words are dropped. A query of
 // several sentences is also scored sentence by sentence, so each request
 // in it surfaces its own tool. A query that is exactly a tool's name ranks
-// that tool first. Safe for concurrent use.
+// that tool first. Only the first 8 KiB of a query are read. Safe for
+// concurrent use.
 func (c *Catalog) Search(query string, k int) []Hit {
 	return c.index.search(query, k)
 }

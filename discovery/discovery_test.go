@@ -528,3 +528,50 @@ func TestRetrievalOnSealToolsSample(t *testing.T) {
 		}
 	}
 }
+
+// FuzzSearch: any query, natural language or select:, is answered without
+// a panic, within k, and tool_search never errors on a non-empty query.
+func FuzzSearch(f *testing.F) {
+	for _, s := range []string{"create issue", "select:github__push_files,x", "", "ÄÖ__ß.  e.g. 3.5;; \n", "HTMLParser co2Level", "select:"} {
+		f.Add(s, 3)
+	}
+	fx := newFixture(f)
+	f.Fuzz(func(t *testing.T, q string, k int) {
+		k = k % 20
+		if hits := fx.cat.Search(q, k); len(hits) > max(k, 0) {
+			t.Fatalf("Search(%q, %d) returned %d hits", q, k, len(hits))
+		}
+		in, _ := json.Marshal(map[string]any{"query": q})
+		res := fx.cat.NewRun().ToolSearch().Call(context.Background(), &tool.Call{Name: "tool_search", Input: in})
+		if res.IsError && strings.TrimSpace(q) != "" {
+			t.Fatalf("tool_search(%q) failed: %s", q, res.AllText())
+		}
+	})
+}
+
+func TestRunConcurrentUse(t *testing.T) {
+	f := newFixture(t)
+	r := f.cat.NewRun()
+	r.OnActivate(func([]string) {})
+	done := make(chan struct{})
+	for i := range 8 {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for j := range 50 {
+				switch (i + j) % 4 {
+				case 0:
+					run(r, context.Background(), call("tool_search", `{"query":"pull request"}`))
+				case 1:
+					r.Retain([]string{"github__create_issue"})
+				case 2:
+					_ = r.Active()
+				case 3:
+					run(r, context.Background(), call("read_file", `{}`))
+				}
+			}
+		}()
+	}
+	for range 8 {
+		<-done
+	}
+}

@@ -239,6 +239,10 @@ type Hit struct {
 	Score float64
 }
 
+// maxQuery bounds the work of one search: only the first 8 KiB of a query
+// are read.
+const maxQuery = 8 << 10
+
 // search returns the k best deferred tools for a natural-language query,
 // best first; ties break by name. A query that is exactly a tool's name
 // (case-insensitive) puts that tool first. Tools with no matching term are
@@ -246,6 +250,9 @@ type Hit struct {
 func (ix *index) search(query string, k int) []Hit {
 	if k <= 0 || len(ix.entries) == 0 {
 		return nil
+	}
+	if len(query) > maxQuery {
+		query = query[:maxQuery]
 	}
 	buf := ix.scratch.Get().(*scoreBuf)
 	defer func() {
