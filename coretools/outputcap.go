@@ -2,6 +2,7 @@ package coretools
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"os"
@@ -239,10 +240,7 @@ func (c *outputCap) feed(stream int, p []byte) {
 			i = n.escape(p, i)
 			continue
 		}
-		j := i
-		for j < len(p) && outPlain[p[j]] {
-			j++
-		}
+		j := plainRun(p, i)
 		if j > i {
 			out = n.text(out, p[i:j])
 			i = j
@@ -388,20 +386,66 @@ func (c *outputCap) commit(stream int, p []byte) {
 	if len(p) == 0 {
 		return
 	}
-	nc := int64(utf8.RuneCount(p))
-	c.chars += nc
-	c.streamChars[stream] += nc
+	nc := runeCount(p)
+	c.chars += int64(nc)
+	c.streamChars[stream] += int64(nc)
 	c.newlines += int64(bytes.Count(p, []byte{'\n'}))
 	c.lastNL = p[len(p)-1] == '\n'
-	c.accumulate(p)
+	c.accumulate(p, nc)
+}
+
+const (
+	swarOnes = 0x0101010101010101
+	swarHigh = 0x8080808080808080
+)
+
+// plainRun returns the end of the run of plain bytes (outPlain) that starts
+// at p[i], eight bytes at a time where it can.
+func plainRun(p []byte, i int) int {
+	for i+8 <= len(p) {
+		x := binary.LittleEndian.Uint64(p[i:])
+		// A byte < 0x20, or a byte >= 0x7f, ends the fast path (TAB
+		// included: the byte loop below takes it).
+		if (x-0x20*swarOnes)&^x&swarHigh != 0 || (x|(x+swarOnes))&swarHigh != 0 {
+			break
+		}
+		i += 8
+	}
+	for i < len(p) && outPlain[p[i]] {
+		i++
+	}
+	return i
+}
+
+// runeCount is utf8.RuneCount for valid UTF-8 (which the normalizer
+// produces), with an eight-byte fast path for ASCII.
+func runeCount(p []byte) int {
+	n, i := 0, 0
+	for ; i+8 <= len(p); i += 8 {
+		x := binary.LittleEndian.Uint64(p[i:])
+		if x&swarHigh == 0 {
+			n += 8
+			continue
+		}
+		for _, b := range p[i : i+8] {
+			if b&0xc0 != 0x80 {
+				n++
+			}
+		}
+	}
+	for _, b := range p[i:] {
+		if b&0xc0 != 0x80 {
+			n++
+		}
+	}
+	return n
 }
 
 // accumulate keeps the first headMax characters and the last tailMax.
-func (c *outputCap) accumulate(p []byte) {
+func (c *outputCap) accumulate(p []byte, nc int) {
 	if len(p) == 0 {
 		return
 	}
-	nc := utf8.RuneCount(p)
 	if c.headChars < c.headMax {
 		take := min(c.headMax-c.headChars, nc)
 		k := runePrefix(p, take, nc)
