@@ -111,7 +111,7 @@ func NewCatalogWith(entries []Entry, opts *Options) *Catalog {
 		})
 		c.toolOf = append(c.toolOf, i)
 	}
-	c.index = newIndex(c.docs, defaultRank)
+	c.index = newIndex(c.docs, defaultRank())
 	return c
 }
 

@@ -19,7 +19,7 @@ import (
 type IndexEntry struct {
 	Name        string
 	Description string
-	Params      []string // top-level property names of the input schema, in schema order
+	Params      []string // top-level property names of the input schema, sorted
 }
 
 // The fields of a document, each with its own weight and length
@@ -50,12 +50,14 @@ type rankParams struct {
 // dev set (recall@5 + recall@10/2), checked to hold on both halves of it.
 // The name's words weigh little on their own because descriptions repeat
 // them; the name's word pairs carry the name's signal.
-var defaultRank = rankParams{
-	K1:            1.2,
-	B:             [nFields]float64{1, 1, 0.75, 0.5},
-	W:             [nFields]float64{0.5, 1, 1, 0.5},
-	SegmentWeight: 0.75,
-	SegmentTop:    0.5,
+func defaultRank() rankParams {
+	return rankParams{
+		K1:            1.2,
+		B:             [nFields]float64{1, 1, 0.75, 0.5},
+		W:             [nFields]float64{0.5, 1, 1, 0.5},
+		SegmentWeight: 0.75,
+		SegmentTop:    0.5,
+	}
 }
 
 type posting struct {
