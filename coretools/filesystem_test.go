@@ -5,16 +5,19 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/aibuddy/aibuddy/sandbox"
+	"github.com/aibuddy/aibuddy/sandbox/localsandbox"
 	"github.com/aibuddy/aibuddy/tool"
 )
 
 func TestFilesystemToolsOrderAnnotationsAndSchemas(t *testing.T) {
-	tools := Filesystem(&fsFake{}, nil)
+	tools := Filesystem(newFSWorld(t, nil).sb, nil)
 	if len(tools) != len(FilesystemToolNames) {
 		t.Fatalf("got %d tools, want %d", len(tools), len(FilesystemToolNames))
 	}
@@ -57,7 +60,7 @@ func TestFilesystemToolsOrderAnnotationsAndSchemas(t *testing.T) {
 }
 
 func TestDescriptionsShowTheBoundsInForce(t *testing.T) {
-	byName := fsToolsByName(t, &fsFake{}, &FSOptions{ReadMaxLines: 1234, SearchMaxResults: 77, SearchTimeout: 3 * time.Second})
+	byName := newFSWorld(t, &FSOptions{ReadMaxLines: 1234, SearchMaxResults: 77, SearchTimeout: 3 * time.Second}).tools
 	for name, tl := range byName {
 		d := tl.Description()
 		if d == "" || strings.Contains(d, "{{") {
@@ -239,122 +242,237 @@ func TestFormatReadNamesNonUTF8Encoding(t *testing.T) {
 // --- read_file through the tool ---------------------------------------------
 
 func TestReadFileBinaryIsAShortNotice(t *testing.T) { // BH-011
-	fake := &fsFake{read: func(_ context.Context, req sandbox.ReadRequest) (*sandbox.ReadResult, error) {
-		return &sandbox.ReadResult{Path: req.Path, Kind: sandbox.KindBinary, Size: 65544, Description: "ELF executable"}, nil
-	}}
-	got := fsMustOK(t, fsCall(t, fsToolsByName(t, fake, nil), "read_file", map[string]any{"path": "bin/tool"}))
-	want := "bin/tool: binary file (ELF executable), 65,544 bytes, not shown; use execute with xxd or strings for a bounded view, e.g. `xxd -l 512 bin/tool`"
+	w := newFSWorld(t, nil)
+	elf := string(append([]byte{0x7F, 'E', 'L', 'F', 2, 1, 1, 0}, make([]byte, 65536)...))
+	w.file(t, "bin/tool", elf)
+	r := w.call(t, "read_file", map[string]any{"path": "bin/tool"})
+	got := fsMustOK(t, r)
+	// The adapter's own wording ("binary file (ELF header), 65,544 bytes,
+	// not shown; use execute ...") is kept, not repeated.
+	want := "bin/tool: binary file (ELF header), 65,544 bytes, not shown; use execute with xxd or strings for a bounded view, e.g. `xxd -l 512 bin/tool`"
 	if !strings.HasPrefix(got, want) {
 		t.Errorf("got %q\nwant prefix %q", got, want)
 	}
-	// The adapter's own wording is not repeated.
-	fake.read = func(_ context.Context, req sandbox.ReadRequest) (*sandbox.ReadResult, error) {
-		return &sandbox.ReadResult{Kind: sandbox.KindBinary, Size: 65544,
-			Description: "binary file (ELF header), 65,544 bytes, not shown; use execute with xxd or strings for a bounded view"}, nil
+	for _, once := range []string{"binary file", "65,544", "not shown", "use execute"} {
+		if n := strings.Count(got, once); n != 1 {
+			t.Errorf("%q appears %d times in %q", once, n, got)
+		}
 	}
-	got = fsMustOK(t, fsCall(t, fsToolsByName(t, fake, nil), "read_file", map[string]any{"path": "bin/tool"}))
-	if want := "bin/tool: binary file (ELF header), 65,544 bytes, not shown; use execute with xxd or strings for a bounded view, e.g."; !strings.HasPrefix(got, want) {
-		t.Errorf("got %q", got)
+	if r.Evidence["kind"] != "binary" || r.Evidence["bytes"] != int64(65544) {
+		t.Errorf("evidence = %v", r.Evidence)
+	}
+	if b := w.bytes(t, "bin/tool"); b != elf {
+		t.Error("reading changed the file")
+	}
+
+	// Another adapter's wording without the word "binary" is wrapped. This
+	// is the pure formatter on a literal result: the local adapter always
+	// says "binary file".
+	got = formatBinary("bin/tool", &sandbox.ReadResult{Kind: sandbox.KindBinary, Size: 65544, Description: "ELF executable"}).AllText()
+	want = "bin/tool: binary file (ELF executable), 65,544 bytes, not shown; use execute with xxd or strings for a bounded view, e.g. `xxd -l 512 bin/tool`"
+	if !strings.HasPrefix(got, want) {
+		t.Errorf("got %q\nwant prefix %q", got, want)
 	}
 }
 
+// readRecorder is the real local sandbox with the requests its Read is
+// given recorded: every operation runs in localsandbox on real files;
+// nothing is replaced or answered by the test.
+type readRecorder struct {
+	*localsandbox.Sandbox
+	reads []sandbox.ReadRequest
+}
+
+func (r *readRecorder) Read(ctx context.Context, req sandbox.ReadRequest) (*sandbox.ReadResult, error) {
+	r.reads = append(r.reads, req)
+	return r.Sandbox.Read(ctx, req)
+}
+
 func TestReadFilePassesBoundsToTheSandbox(t *testing.T) {
-	fake := &fsFake{read: func(_ context.Context, req sandbox.ReadRequest) (*sandbox.ReadResult, error) {
-		return &sandbox.ReadResult{Lines: []sandbox.Line{{Number: req.Offset, Text: "x"}}}, nil
-	}}
-	tools := fsToolsByName(t, fake, &FSOptions{ReadMaxLines: 50, ReadMaxLineChars: 80, ReadMaxBytes: 1000, ReadMaxImageBytes: 99})
-	fsMustOK(t, fsCall(t, tools, "read_file", map[string]any{"path": "a", "offset": 7, "limit": 10}))
-	// limit above the maximum is refused by the schema.
+	w := newFSWorld(t, nil)
+	rec := &readRecorder{Sandbox: w.sb}
+	tools := fsToolsByName(t, rec, &FSOptions{ReadMaxLines: 50, ReadMaxLineChars: 80, ReadMaxBytes: 1000, ReadMaxImageBytes: 99})
+	var b strings.Builder
+	for i := 1; i <= 30; i++ {
+		fmt.Fprintf(&b, "%02d:%s\n", i, strings.Repeat("x", 120)) // 123 characters
+	}
+	w.file(t, "a", b.String())
+
+	// offset and limit pick lines 7-16; each is cut to 80 characters.
+	got := fsMustOK(t, fsCall(t, tools, "read_file", map[string]any{"path": "a", "offset": 7, "limit": 10}))
+	if !strings.HasPrefix(got, "     7→07:"+strings.Repeat("x", 77)+"\n     8→08:") {
+		t.Errorf("window does not start at line 7 cut to 80 characters: %q", got[:min(len(got), 200)])
+	}
+	if !strings.Contains(got, "    16→16:"+strings.Repeat("x", 77)+"\n\nshowing lines 7-16 of 30; call read_file with offset=17 to continue\n") ||
+		strings.Contains(got, "    17→") {
+		t.Errorf("window does not end at line 16: %q", got)
+	}
+	if !strings.Contains(got, "line 7 truncated: 80 of 123 characters shown") || !strings.Contains(got, "5 more lines also truncated to 80 characters") {
+		t.Errorf("cut lines not reported: %q", got)
+	}
+
+	// 12 cut lines of 80 bytes fit in 1,000 bytes; the 13th does not.
+	got = fsMustOK(t, fsCall(t, tools, "read_file", map[string]any{"path": "a"}))
+	if !strings.Contains(got, "    12→12:") || strings.Contains(got, "    13→") ||
+		!strings.Contains(got, "showing lines 1-12 of 30 (stopped at the 1,000-byte bound per call); call read_file with offset=13 to continue") {
+		t.Errorf("byte bound: %q", got)
+	}
+
+	// limit above the maximum is refused by the schema, before the sandbox.
 	fsMustFail(t, fsCall(t, tools, "read_file", map[string]any{"path": "a", "limit": 51}), tool.Parameters)
-	want := sandbox.ReadRequest{Path: "a", Offset: 7, Limit: 10, MaxLineChars: 80, MaxBytes: 1000, MaxImageBytes: 99}
-	if len(fake.reads) != 1 || fake.reads[0] != want {
-		t.Errorf("reads = %+v, want [%+v]", fake.reads, want)
+
+	// The 99-byte image bound is the adapter's: it names it in its refusal.
+	w.file(t, "dot.png", string(noisePNG(t, 10)))
+	msg := fsMustFail(t, fsCall(t, tools, "read_file", map[string]any{"path": "dot.png"}), tool.Projection)
+	if !strings.Contains(msg, "over the 99-byte image limit") {
+		t.Errorf("image bound not applied by the sandbox: %q", msg)
+	}
+
+	want := []sandbox.ReadRequest{
+		{Path: "a", Offset: 7, Limit: 10, MaxLineChars: 80, MaxBytes: 1000, MaxImageBytes: 99},
+		{Path: "a", Offset: 1, Limit: 50, MaxLineChars: 80, MaxBytes: 1000, MaxImageBytes: 99},
+		{Path: "dot.png", Offset: 1, Limit: 50, MaxLineChars: 80, MaxBytes: 1000, MaxImageBytes: 99},
+	}
+	if fmt.Sprint(rec.reads) != fmt.Sprint(want) {
+		t.Errorf("reads = %+v\nwant    %+v", rec.reads, want)
 	}
 }
 
 // --- edit_file: read tracker and pre-checks ----------------------------------
 
 func TestEditFilePassesDigestOfLastRead(t *testing.T) {
-	fake := &fsFake{
-		workspace: "/ws",
-		read: func(_ context.Context, req sandbox.ReadRequest) (*sandbox.ReadResult, error) {
-			return &sandbox.ReadResult{Path: "a.txt", SHA256: "sha-read", Lines: []sandbox.Line{{Number: 1, Text: "x"}}}, nil
-		},
-		edit: func(_ context.Context, req sandbox.EditRequest) (*sandbox.EditResult, error) {
-			return &sandbox.EditResult{Path: "a.txt", Replacements: 1, SHA256: "sha-edit"}, nil
-		},
+	w := newFSWorld(t, nil)
+	edit := func(tools map[string]*tool.Tool, p, old, new string) *tool.Result {
+		t.Helper()
+		return fsCall(t, tools, "edit_file", map[string]any{"path": p, "old_string": old, "new_string": new})
 	}
-	tools := fsToolsByName(t, fake, nil)
-	edit := map[string]any{"path": "never-read.txt", "old_string": "a", "new_string": "b"}
-	fsMustOK(t, fsCall(t, tools, "edit_file", edit))
-	fsMustOK(t, fsCall(t, tools, "read_file", map[string]any{"path": "./a.txt"}))
-	// Three spellings of the same path share the tracker entry.
-	for _, p := range []string{"a.txt", "/ws/a.txt"} {
-		edit["path"] = p
-		fsMustOK(t, fsCall(t, tools, "edit_file", edit))
+	abs := filepath.Join(w.sb.Workspace(), "a.txt")
+
+	// Never read in this run: edited without a digest check.
+	w.file(t, "never-read.txt", "a\n")
+	r := edit(w.tools, "never-read.txt", "a", "b")
+	if fsMustOK(t, r); r.Evidence["stale_checked"] != false {
+		t.Errorf("never-read edit: evidence %v", r.Evidence)
 	}
-	want := []string{"", "sha-read", "sha-edit"}
-	for i, e := range fake.edits {
-		if e.ExpectedSHA256 != want[i] {
-			t.Errorf("edit %d (%s): ExpectedSHA256 = %q, want %q", i, e.Path, e.ExpectedSHA256, want[i])
-		}
+	if b := w.bytes(t, "never-read.txt"); b != "b\n" {
+		t.Errorf("never-read.txt = %q", b)
 	}
-	// A fresh group has a fresh tracker.
-	fresh := fsToolsByName(t, fake, nil)
-	edit["path"] = "a.txt"
-	fsMustOK(t, fsCall(t, fresh, "edit_file", edit))
-	if got := fake.edits[len(fake.edits)-1].ExpectedSHA256; got != "" {
-		t.Errorf("a new run inherited digest %q", got)
+
+	// The digest of a read through "./a.txt" is checked by an edit through
+	// "a.txt": the file changed on disk since, so the edit is refused.
+	w.file(t, "a.txt", "one\n")
+	fsMustOK(t, fsCall(t, w.tools, "read_file", map[string]any{"path": "./a.txt"}))
+	w.file(t, "a.txt", "one\ntwo\n")
+	fsMustFail(t, edit(w.tools, "a.txt", "one", "ONE"), tool.Verification)
+	if b := w.bytes(t, "a.txt"); b != "one\ntwo\n" {
+		t.Fatalf("stale edit wrote %q", b)
+	}
+
+	// Read again; the read's digest matches, so the edit through the
+	// absolute spelling goes through, checked.
+	fsMustOK(t, fsCall(t, w.tools, "read_file", map[string]any{"path": "a.txt"}))
+	r = edit(w.tools, abs, "one", "ONE")
+	if fsMustOK(t, r); r.Evidence["stale_checked"] != true {
+		t.Errorf("edit after read: evidence %v", r.Evidence)
+	}
+	// The edit's read-back digest replaced the read's: a chained edit
+	// needs no re-read (the read's digest would now be stale).
+	r = edit(w.tools, "a.txt", "two", "TWO")
+	if fsMustOK(t, r); r.Evidence["stale_checked"] != true {
+		t.Errorf("chained edit: evidence %v", r.Evidence)
+	}
+	if b := w.bytes(t, "a.txt"); b != "ONE\nTWO\n" || r.Evidence["sha256"] != sha("ONE\nTWO\n") {
+		t.Errorf("a.txt = %q, evidence %v", b, r.Evidence)
+	}
+	// And it is checked through the absolute spelling too.
+	w.file(t, "a.txt", "changed\n")
+	fsMustFail(t, edit(w.tools, abs, "changed", "CHANGED"), tool.Verification)
+	if b := w.bytes(t, "a.txt"); b != "changed\n" {
+		t.Fatalf("stale edit wrote %q", b)
+	}
+
+	// A fresh group has a fresh tracker: the file changed since the old
+	// group's last look, yet the new run edits it unchecked.
+	fresh := fsToolsByName(t, w.sb, nil)
+	r = edit(fresh, "a.txt", "changed", "fresh")
+	if fsMustOK(t, r); r.Evidence["stale_checked"] != false {
+		t.Errorf("a new run inherited a digest: evidence %v", r.Evidence)
+	}
+	if b := w.bytes(t, "a.txt"); b != "fresh\n" {
+		t.Errorf("a.txt = %q", b)
 	}
 }
 
 func TestEditFileStaleIsVerification(t *testing.T) {
-	fake := &fsFake{edit: func(_ context.Context, req sandbox.EditRequest) (*sandbox.EditResult, error) {
-		return nil, &sandbox.PathError{Op: sandbox.OpEdit, Path: req.Path, Err: sandbox.ErrStale}
-	}}
-	got := fsMustFail(t, fsCall(t, fsToolsByName(t, fake, nil), "edit_file",
-		map[string]any{"path": "a.txt", "old_string": "a", "new_string": "b"}), tool.Verification)
-	if !strings.Contains(got, "changed on disk") || !strings.Contains(got, "(next: read the file again, then edit)") {
+	w := newFSWorld(t, nil)
+	w.file(t, "a.txt", "a\n")
+	fsMustOK(t, w.call(t, "read_file", map[string]any{"path": "a.txt"}))
+	w.file(t, "a.txt", "a\nb\n") // changed on disk between read and edit
+	got := fsMustFail(t, w.call(t, "edit_file", map[string]any{"path": "a.txt", "old_string": "a", "new_string": "b"}), tool.Verification)
+	if !strings.Contains(got, "a.txt changed on disk since this run last read it; nothing was written") ||
+		!strings.Contains(got, "(next: read the file again, then edit)") {
 		t.Errorf("got %q", got)
+	}
+	if b := w.bytes(t, "a.txt"); b != "a\nb\n" {
+		t.Errorf("stale edit wrote %q", b)
 	}
 }
 
 func TestEditFileEmptyOldAndNoOpRejectedBeforeSandbox(t *testing.T) { // BH-010
-	fake := &fsFake{}
-	tools := fsToolsByName(t, fake, nil)
-	for _, in := range []map[string]any{
-		{"path": "w.txt", "old_string": "", "new_string": "X"},
-		{"path": "w.txt", "old_string": "", "new_string": "X", "replace_all": true},
-		{"path": "w.txt", "edits": []map[string]any{{"old_string": "ab", "new_string": "AB"}, {"old_string": "", "new_string": "X"}}},
-	} {
-		got := fsMustFail(t, fsCall(t, tools, "edit_file", in), tool.Parameters)
-		if !strings.Contains(got, "old_string must not be empty; use write_file to create a file") {
-			t.Errorf("%v: got %q", in, got)
+	w := newFSWorld(t, nil)
+	w.file(t, "w.txt", "abcd\n")
+	// Under a cancelled context every sandbox call fails at the Execution
+	// stage, so a Parameters error under it was raised before the sandbox
+	// was called.
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	ctl := fsMustFail(t, fsCallCtx(t, cancelled, w.tools, "edit_file", map[string]any{"path": "w.txt", "old_string": "ab", "new_string": "AB"}), tool.Execution)
+	if !strings.Contains(ctl, "cancel") {
+		t.Errorf("control: a valid edit under a cancelled context = %q", ctl)
+	}
+	for _, ctx := range []context.Context{cancelled, context.Background()} {
+		for _, in := range []map[string]any{
+			{"path": "w.txt", "old_string": "", "new_string": "X"},
+			{"path": "w.txt", "old_string": "", "new_string": "X", "replace_all": true},
+			{"path": "w.txt", "edits": []map[string]any{{"old_string": "ab", "new_string": "AB"}, {"old_string": "", "new_string": "X"}}},
+		} {
+			got := fsMustFail(t, fsCallCtx(t, ctx, w.tools, "edit_file", in), tool.Parameters)
+			if !strings.Contains(got, "old_string must not be empty; use write_file to create a file") {
+				t.Errorf("%v: got %q", in, got)
+			}
+		}
+		noop := fsMustFail(t, fsCallCtx(t, ctx, w.tools, "edit_file", map[string]any{"path": "w.txt", "old_string": "ab", "new_string": "ab"}), tool.Parameters)
+		if !strings.Contains(noop, "would change nothing") || strings.Contains(noop, "not found") {
+			t.Errorf("no-op error = %q", noop)
 		}
 	}
-	noop := fsMustFail(t, fsCall(t, tools, "edit_file", map[string]any{"path": "w.txt", "old_string": "ab", "new_string": "ab"}), tool.Parameters)
-	if !strings.Contains(noop, "would change nothing") || strings.Contains(noop, "not found") {
-		t.Errorf("no-op error = %q", noop)
-	}
-	if len(fake.edits) != 0 {
-		t.Errorf("the sandbox was called %d times", len(fake.edits))
+	if b := w.bytes(t, "w.txt"); b != "abcd\n" {
+		t.Errorf("w.txt = %q", b)
 	}
 }
 
 func TestEditFileInputShape(t *testing.T) {
-	fake := &fsFake{edit: func(_ context.Context, req sandbox.EditRequest) (*sandbox.EditResult, error) {
-		return &sandbox.EditResult{Replacements: len(req.Edits)}, nil
-	}}
-	tools := fsToolsByName(t, fake, nil)
-	fsMustFail(t, fsCall(t, tools, "edit_file", map[string]any{"path": "a"}), tool.Parameters)
-	fsMustFail(t, fsCall(t, tools, "edit_file", map[string]any{"path": "a", "old_string": "x"}), tool.Parameters)
-	fsMustFail(t, fsCall(t, tools, "edit_file", map[string]any{"path": "a", "old_string": "x", "new_string": "y",
-		"edits": []map[string]any{{"old_string": "p", "new_string": "q"}}}), tool.Parameters)
-	fsMustOK(t, fsCall(t, tools, "edit_file", map[string]any{"path": "a",
-		"edits": []map[string]any{{"old_string": "p", "new_string": "q"}, {"old_string": "r", "new_string": "s", "replace_all": true}}}))
-	want := []sandbox.Replacement{{Old: "p", New: "q"}, {Old: "r", New: "s", ReplaceAll: true}}
-	if len(fake.edits) != 1 || fmt.Sprint(fake.edits[0].Edits) != fmt.Sprint(want) {
-		t.Errorf("edits = %+v", fake.edits)
+	w := newFSWorld(t, nil)
+	const src = "p q\nq\n"
+	w.file(t, "a", src)
+	for _, in := range []map[string]any{
+		{"path": "a"},
+		{"path": "a", "old_string": "p"},
+		{"path": "a", "old_string": "p", "new_string": "y", "edits": []map[string]any{{"old_string": "p", "new_string": "q"}}},
+	} {
+		fsMustFail(t, w.call(t, "edit_file", in), tool.Parameters)
+		if b := w.bytes(t, "a"); b != src {
+			t.Fatalf("%v wrote %q", in, b)
+		}
+	}
+	// In order, p->q then every q->s gives "s s\ns\n" (4 replacements).
+	// Reversed it would give "q s\ns\n"; without replace_all the second
+	// edit would be ambiguous.
+	r := w.call(t, "edit_file", map[string]any{"path": "a",
+		"edits": []map[string]any{{"old_string": "p", "new_string": "q"}, {"old_string": "q", "new_string": "s", "replace_all": true}}})
+	fsMustOK(t, r)
+	if b := w.bytes(t, "a"); b != "s s\ns\n" || r.Evidence["replacements"] != 4 {
+		t.Errorf("a = %q, evidence %v", b, r.Evidence)
 	}
 }
 
@@ -451,72 +569,151 @@ func TestFormatList(t *testing.T) {
 }
 
 func TestSearchZeroResultsNeverReadsComplete(t *testing.T) { // BH-015
-	fake := &fsFake{search: func(_ context.Context, req sandbox.SearchRequest) (*sandbox.SearchResult, error) {
-		return &sandbox.SearchResult{FilesSearched: 1, SkippedHidden: []string{".git", ".github"}}, nil
-	}}
-	tools := fsToolsByName(t, fake, nil)
-	got := fsMustOK(t, fsCall(t, tools, "grep", map[string]any{"pattern": "NEEDLE_7Q", "path": "."}))
+	w := newFSWorld(t, nil)
+	w.file(t, ".github/workflows/ci.yml", "on: push\ntoken: NEEDLE_7Q\n")
+	w.file(t, ".git/config", "NEEDLE_7Q\n")
+	w.file(t, "src/main.go", "package main\n")
+	r := w.call(t, "grep", map[string]any{"pattern": "NEEDLE_7Q", "path": "."})
+	got := fsMustOK(t, r)
 	want := `0 matches for "NEEDLE_7Q" under "."; 1 hidden directory (.github) was skipped; set include_hidden to search it`
 	if !strings.HasPrefix(got, want) {
 		t.Errorf("got  %q\nwant %q...", got, want)
 	}
-	if !strings.Contains(got, "set no_ignore") {
-		t.Errorf("does not say ignored paths were skipped: %q", got)
+	if !strings.Contains(got, "set no_ignore") || !strings.HasSuffix(got, "; searched 1 file") {
+		t.Errorf("does not say ignored paths were skipped or what was searched: %q", got)
 	}
-	got = fsMustOK(t, fsCall(t, tools, "glob", map[string]any{"pattern": "**/*.yml"}))
-	if !strings.Contains(got, "1 hidden directory (.github) was skipped") {
+	if fmt.Sprint(r.Evidence["skipped_hidden"]) != "[.github]" || r.Evidence["files_searched"] != 1 {
+		t.Errorf("evidence = %v", r.Evidence)
+	}
+	got = fsMustOK(t, w.call(t, "glob", map[string]any{"pattern": "**/*.yml"}))
+	if !strings.HasPrefix(got, `0 files match "**/*.yml" under "."; 1 hidden directory (.github) was skipped`) {
 		t.Errorf("glob: %q", got)
 	}
 }
 
+// The local adapter never reports .git (it is never entered); another
+// adapter may list it among the skipped directories. include_hidden would
+// not open it, so the note leaves it out. Pure formatting of a literal
+// result.
+func TestSearchSummaryLeavesGitOutOfHiddenNote(t *testing.T) {
+	s := searchSummary{what: "matches", one: "match", max: 100, outChars: 30000, timeout: time.Second,
+		res: &sandbox.SearchResult{FilesSearched: 1, SkippedHidden: []string{".git", ".github", "sub/.git"}}}
+	got := s.render(`0 matches for "N" under "."`, "")
+	want := `0 matches for "N" under "."; 1 hidden directory (.github) was skipped; set include_hidden to search it; ` +
+		`paths excluded by .gitignore were not searched; set no_ignore to include them; searched 1 file`
+	if got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+	if ev := s.evidence(); fmt.Sprint(ev["skipped_hidden"]) != "[.github]" {
+		t.Errorf("evidence = %v", ev)
+	}
+}
+
 func TestSearchTruncatedSaysHowToNarrow(t *testing.T) {
-	fake := &fsFake{search: func(_ context.Context, req sandbox.SearchRequest) (*sandbox.SearchResult, error) {
-		r := &sandbox.SearchResult{Truncated: true}
-		for i := range req.MaxResults {
-			r.Files = append(r.Files, sandbox.FileHit{Path: fmt.Sprintf("f%03d.go", i)})
+	w := newFSWorld(t, nil)
+	now := time.Now().Truncate(time.Second)
+	for i := range 150 { // f000.go newest, f149.go oldest
+		name := fmt.Sprintf("f%03d.go", i)
+		w.file(t, name, "package p\n")
+		mt := now.Add(-time.Duration(i) * time.Minute)
+		if err := os.Chtimes(filepath.Join(w.ws, name), mt, mt); err != nil {
+			t.Fatal(err)
 		}
-		return r, nil
-	}}
-	got := fsMustOK(t, fsCall(t, fsToolsByName(t, fake, nil), "glob", map[string]any{"pattern": "*.go"}))
+	}
+	w.file(t, "notes.txt", "not go\n")
+	r := w.call(t, "glob", map[string]any{"pattern": "*.go"})
+	got := fsMustOK(t, r)
+	if !strings.HasPrefix(got, "f000.go\nf001.go\n") || strings.Contains(got, "f100.go") || strings.Contains(got, "notes.txt") {
+		t.Errorf("not the 100 newest .go files: %q...", got[:min(len(got), 100)])
+	}
 	if !strings.HasSuffix(got, "showing 100 of at least 101; narrow the pattern or path") {
-		t.Errorf("got ...%q", got[len(got)-120:])
+		t.Errorf("got ...%q", got[max(0, len(got)-120):])
 	}
 	if !strings.Contains(got, "f099.go\n\n100 files match \"*.go\" under \".\" (newest first)\n") {
-		t.Errorf("results and summary not separated: ...%q", got[len(got)-200:])
+		t.Errorf("results and summary not separated: ...%q", got[max(0, len(got)-200):])
 	}
-	if fake.searches[0].MaxResults != 100 || fake.searches[0].Mode != sandbox.ModeGlob {
-		t.Errorf("request = %+v", fake.searches[0])
+	if r.Evidence["files"] != 100 || r.Evidence["shown"] != 100 || r.Evidence["truncated"] != true {
+		t.Errorf("evidence = %v", r.Evidence)
+	}
+	// A smaller max_results is the bound in force.
+	got = fsMustOK(t, w.call(t, "glob", map[string]any{"pattern": "*.go", "max_results": 5}))
+	if !strings.HasPrefix(got, "f000.go\nf001.go\nf002.go\nf003.go\nf004.go\n\n5 files match") ||
+		!strings.HasSuffix(got, "showing 5 of at least 6; narrow the pattern or path") {
+		t.Errorf("max_results 5: %q", got)
 	}
 }
 
 func TestGrepTimeoutReturnsPartialResults(t *testing.T) { // BH-018
-	fake := &fsFake{search: func(ctx context.Context, req sandbox.SearchRequest) (*sandbox.SearchResult, error) {
-		<-ctx.Done() // a walk that only ends at the deadline
-		return &sandbox.SearchResult{FilesSearched: 7,
-			Matches: []sandbox.Match{{Path: "svc-01/src/lib/uri.js", Line: 1, Text: "export default 1"}}}, ctx.Err()
-	}}
+	w := newFSWorld(t, nil)
+	// The walk meets the one match first (svc-00 sorts first), then
+	// thousands of files that do not match.
+	w.file(t, "svc-00/src/lib/uri.js", "export default 1\n")
+	const fillers = 6000
+	for i := range fillers {
+		w.file(t, fmt.Sprintf("svc-%02d/f%d.txt", 1+i%30, i), "nothing to see\n")
+	}
+	args := map[string]any{"pattern": "export"}
+
+	// A full walk (warmed up once) sets the scale of the deadline.
+	fsMustOK(t, w.call(t, "grep", args))
 	start := time.Now()
-	r := fsCall(t, fsToolsByName(t, fake, &FSOptions{SearchTimeout: 50 * time.Millisecond}), "grep", map[string]any{"pattern": "export"})
-	got := fsMustOK(t, r)
-	if el := time.Since(start); el > 2*time.Second {
-		t.Errorf("took %v", el)
-	}
-	if !strings.Contains(got, "1:export default 1") ||
-		!strings.Contains(got, "timed out after 50 ms; searched 7 files; results are partial; narrow path or add a pattern") {
-		t.Errorf("got %q", got)
-	}
-	if r.Evidence["partial"] != true {
-		t.Errorf("evidence = %v", r.Evidence)
+	r := w.call(t, "grep", args)
+	full := time.Since(start)
+	if fsMustOK(t, r); r.Evidence["partial"] != false || r.Evidence["files_searched"] != fillers+1 || r.Evidence["matches"] != 1 {
+		t.Fatalf("full walk: evidence %v", r.Evidence)
 	}
 
-	// Nothing found before the deadline: an Execution error that still says what to do.
-	fake.search = func(ctx context.Context, req sandbox.SearchRequest) (*sandbox.SearchResult, error) {
-		<-ctx.Done()
-		return nil, ctx.Err()
+	// A deadline at a fraction of that stops the walk after the match:
+	// the match is returned, marked partial. Scheduling can make one try
+	// finish in time or find nothing; the deadline is then lowered or
+	// raised, and a partial result must come within a few tries.
+	timeout := max(full/4, time.Millisecond)
+	for try := 0; ; try++ {
+		if try == 12 {
+			t.Fatalf("no partial result in 12 tries (last timeout %v, full walk %v)", timeout, full)
+		}
+		start := time.Now()
+		r := fsCall(t, fsToolsByName(t, w.sb, &FSOptions{SearchTimeout: timeout}), "grep", args)
+		el := time.Since(start)
+		got := r.AllText()
+		if r.IsError {
+			// Nothing found before the deadline: the error still says what to do.
+			if r.Stage != tool.Execution || !strings.Contains(got, "timed out after "+fsDuration(timeout)) || !strings.Contains(got, "narrow path") {
+				t.Fatalf("timeout %v: error %q", timeout, got)
+			}
+			timeout *= 2
+			continue
+		}
+		if r.Evidence["partial"] != true {
+			if r.Evidence["files_searched"] != fillers+1 {
+				t.Fatalf("timeout %v: neither partial nor complete: %v", timeout, r.Evidence)
+			}
+			timeout = max(timeout/2, time.Millisecond)
+			continue
+		}
+		n, _ := r.Evidence["files_searched"].(int)
+		if n < 1 || n > fillers {
+			t.Errorf("partial walk searched %d of %d files", n, fillers+1)
+		}
+		want := fmt.Sprintf("timed out after %s; searched %s; results are partial; narrow path or add a pattern",
+			fsDuration(timeout), fsPlural(n, "file", "files"))
+		if !strings.HasPrefix(got, "svc-00/src/lib/uri.js\n1:export default 1\n") || !strings.Contains(got, want) {
+			t.Errorf("timeout %v: got %q\nwant it to contain %q", timeout, got, want)
+		}
+		if r.Evidence["matches"] != 1 {
+			t.Errorf("evidence = %v", r.Evidence)
+		}
+		if el > timeout+2*time.Second {
+			t.Errorf("a %v deadline took %v", timeout, el)
+		}
+		break
 	}
-	got = fsMustFail(t, fsCall(t, fsToolsByName(t, fake, &FSOptions{SearchTimeout: 20 * time.Millisecond}), "glob",
+
+	// A deadline already expired when the walk starts: nothing found, an
+	// Execution error that still says what to do.
+	got := fsMustFail(t, fsCall(t, fsToolsByName(t, w.sb, &FSOptions{SearchTimeout: time.Nanosecond}), "glob",
 		map[string]any{"pattern": "**"}), tool.Execution)
-	if !strings.Contains(got, "timed out after 20 ms") || !strings.Contains(got, "narrow path") {
+	if !strings.Contains(got, "timed out after 0 ms before any result came back") || !strings.Contains(got, "narrow path") {
 		t.Errorf("got %q", got)
 	}
 }
@@ -561,20 +758,20 @@ func TestFormatMatchesGroupsAndMergesContext(t *testing.T) {
 }
 
 func TestGrepOutputStaysWithinBound(t *testing.T) {
-	fake := &fsFake{search: func(_ context.Context, req sandbox.SearchRequest) (*sandbox.SearchResult, error) {
-		r := &sandbox.SearchResult{}
-		for i := range 100 {
-			r.Matches = append(r.Matches, sandbox.Match{Path: fmt.Sprintf("f%d.txt", i), Line: 1, Text: strings.Repeat("x", 400), Chars: 400})
-		}
-		return r, nil
-	}}
-	r := fsCall(t, fsToolsByName(t, fake, &FSOptions{MaxOutputChars: 5000}), "grep", map[string]any{"pattern": "x"})
+	w := newFSWorld(t, &FSOptions{MaxOutputChars: 5000})
+	for i := range 100 {
+		w.file(t, fmt.Sprintf("f%d.txt", i), strings.Repeat("x", 400)+"\n")
+	}
+	r := w.call(t, "grep", map[string]any{"pattern": "x"})
 	got := fsMustOK(t, r)
+	if r.Evidence["matches"] != 100 {
+		t.Fatalf("the adapter found %v matches, want 100", r.Evidence["matches"])
+	}
 	if len(got) > 5500 {
 		t.Errorf("output is %d bytes, bound 5,000 characters", len(got))
 	}
 	if !strings.Contains(got, "output cut at 5,000 characters after") || r.Evidence["truncated"] != true {
-		t.Errorf("no cut marker: ...%q", got[len(got)-200:])
+		t.Errorf("no cut marker: ...%q", got[max(0, len(got)-200):])
 	}
 }
 
@@ -587,7 +784,7 @@ func TestFSCount(t *testing.T) {
 }
 
 func TestReadTrackerIsSafeForConcurrentUse(t *testing.T) {
-	f := &fsTools{sb: &fsFake{workspace: "/ws"}, seen: map[string]string{}}
+	f := &fsTools{sb: newFSWorld(t, nil).sb, seen: map[string]string{}}
 	done := make(chan bool)
 	for i := range 8 {
 		go func() {

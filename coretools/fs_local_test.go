@@ -10,7 +10,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
+	"encoding/json"
 	"fmt"
 	"image"
 	"image/color"
@@ -35,10 +35,11 @@ type fsWorld struct {
 	tools       map[string]*tool.Tool
 }
 
-// newFSWorld opens a local sandbox on a fresh workspace. It skips the test
-// when the adapter does not implement one of ops yet (its stubs return
-// sandbox.ErrUnsupported), so the suite runs as the adapter lands.
-func newFSWorld(t *testing.T, opts *FSOptions, ops ...sandbox.Op) *fsWorld {
+// newFSWorld opens a local sandbox on a fresh workspace and builds the
+// filesystem tools over it. Every operation the tools use is the adapter's
+// own: one it lacks fails the test (sandbox.ErrUnsupported surfaces as an
+// Execution error), it is never skipped.
+func newFSWorld(t *testing.T, opts *FSOptions) *fsWorld {
 	t.Helper()
 	w := &fsWorld{ws: t.TempDir(), outside: t.TempDir()}
 	sb, err := localsandbox.New(w.ws, nil)
@@ -47,40 +48,59 @@ func newFSWorld(t *testing.T, opts *FSOptions, ops ...sandbox.Op) *fsWorld {
 	}
 	t.Cleanup(func() { sb.Close() })
 	w.sb = sb
-	fsSkipUnimplemented(t, ops...)
 	w.tools = fsToolsByName(t, sb, opts)
 	return w
 }
 
-// fsSkipUnimplemented probes each op on a scratch sandbox.
-func fsSkipUnimplemented(t *testing.T, ops ...sandbox.Op) {
+// fsToolsByName builds the group over sb and indexes it by name.
+func fsToolsByName(t *testing.T, sb sandbox.Sandbox, opts *FSOptions) map[string]*tool.Tool {
 	t.Helper()
-	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "p.txt"), []byte("a\n"), 0o644)
-	sb, err := localsandbox.New(dir, nil)
+	m := map[string]*tool.Tool{}
+	for _, tl := range Filesystem(sb, opts) {
+		m[tl.Name()] = tl
+	}
+	return m
+}
+
+// fsCall runs tools[name] with args marshalled as the JSON input.
+func fsCall(t *testing.T, tools map[string]*tool.Tool, name string, args any) *tool.Result {
+	t.Helper()
+	return fsCallCtx(t, context.Background(), tools, name, args)
+}
+
+// fsCallCtx is fsCall under ctx.
+func fsCallCtx(t *testing.T, ctx context.Context, tools map[string]*tool.Tool, name string, args any) *tool.Result {
+	t.Helper()
+	tl, ok := tools[name]
+	if !ok {
+		t.Fatalf("no tool %q", name)
+	}
+	raw, err := json.Marshal(args)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer sb.Close()
-	ctx := context.Background()
-	for _, op := range ops {
-		var err error
-		switch op {
-		case sandbox.OpList:
-			_, err = sb.List(ctx, sandbox.ListRequest{Path: "."})
-		case sandbox.OpRead:
-			_, err = sb.Read(ctx, sandbox.ReadRequest{Path: "p.txt"})
-		case sandbox.OpWrite:
-			_, err = sb.Write(ctx, sandbox.WriteRequest{Path: "q.txt", Content: []byte("b")})
-		case sandbox.OpEdit:
-			_, err = sb.Edit(ctx, sandbox.EditRequest{Path: "p.txt", Edits: []sandbox.Replacement{{Old: "a", New: "b"}}})
-		case sandbox.OpSearch:
-			_, err = sb.Search(ctx, sandbox.SearchRequest{Mode: sandbox.ModeGlob, Pattern: "*"})
-		}
-		if errors.Is(err, sandbox.ErrUnsupported) {
-			t.Skipf("localsandbox does not implement %s yet", op)
-		}
+	return tl.Call(ctx, &tool.Call{ID: "t1", Name: name, Input: raw})
+}
+
+// fsMustOK fails the test when r is an error result.
+func fsMustOK(t *testing.T, r *tool.Result) string {
+	t.Helper()
+	if r.IsError {
+		t.Fatalf("unexpected error result (stage %s): %s", r.Stage, r.AllText())
 	}
+	return r.AllText()
+}
+
+// fsMustFail fails the test unless r is an error result at stage.
+func fsMustFail(t *testing.T, r *tool.Result, stage tool.Stage) string {
+	t.Helper()
+	if !r.IsError {
+		t.Fatalf("want an error result at stage %s, got success: %s", stage, r.AllText())
+	}
+	if r.Stage != stage {
+		t.Fatalf("stage = %s, want %s; text: %s", r.Stage, stage, r.AllText())
+	}
+	return r.AllText()
 }
 
 func (w *fsWorld) file(t *testing.T, rel, content string) {
@@ -116,7 +136,7 @@ func sha(s string) string {
 // --- kind 1: edit ------------------------------------------------------------
 
 func TestLocalEditCRLFWithLFOldString(t *testing.T) { // BH-001
-	w := newFSWorld(t, nil, sandbox.OpRead, sandbox.OpEdit)
+	w := newFSWorld(t, nil)
 	for _, old := range []string{"red\ngreen", "red\r\ngreen"} {
 		w.file(t, "notes.txt", "red\r\ngreen\r\nblue\r\n")
 		got := fsMustOK(t, w.call(t, "read_file", map[string]any{"path": "notes.txt"}))
@@ -141,7 +161,7 @@ func TestLocalEditCRLFWithLFOldString(t *testing.T) { // BH-001
 }
 
 func TestLocalEditTabIndentedFile(t *testing.T) { // BH-002
-	w := newFSWorld(t, nil, sandbox.OpRead, sandbox.OpEdit)
+	w := newFSWorld(t, nil)
 	const src = "func f(x int) int {\n\tif x > 0 {\n\t\treturn x\n\t}\n\treturn 0\n}\n"
 	w.file(t, "calc.go", src)
 	got := fsMustOK(t, w.call(t, "read_file", map[string]any{"path": "calc.go"}))
@@ -166,7 +186,7 @@ func TestLocalEditTabIndentedFile(t *testing.T) { // BH-002
 }
 
 func TestLocalEditKeepsTypographicQuotes(t *testing.T) { // BH-003
-	w := newFSWorld(t, nil, sandbox.OpEdit)
+	w := newFSWorld(t, nil)
 	w.file(t, "story.md", "He said, \u201Cwait.\u201D\nShe didn\u2019t.\n")
 	fsMustOK(t, w.call(t, "edit_file", map[string]any{"path": "story.md", "old_string": "wait.", "new_string": "stop."}))
 	if b := w.bytes(t, "story.md"); b != "He said, \u201Cstop.\u201D\nShe didn\u2019t.\n" {
@@ -184,7 +204,7 @@ func TestLocalEditKeepsTypographicQuotes(t *testing.T) { // BH-003
 }
 
 func TestLocalEditReplacementTokensLiteral(t *testing.T) { // BH-005
-	w := newFSWorld(t, nil, sandbox.OpEdit)
+	w := newFSWorld(t, nil)
 	const repl = "$& costs $1 or $$ or ${1}"
 	w.file(t, "tag.js", "const tag = \"PRICE\";\nconst other = \"PRICE\";\n")
 	r := w.call(t, "edit_file", map[string]any{"path": "tag.js", "old_string": "PRICE", "new_string": repl, "replace_all": true})
@@ -203,7 +223,7 @@ func TestLocalEditReplacementTokensLiteral(t *testing.T) { // BH-005
 }
 
 func TestLocalFailedEditWritesNothing(t *testing.T) { // BH-006
-	w := newFSWorld(t, nil, sandbox.OpEdit)
+	w := newFSWorld(t, nil)
 	const src = "source 'repo'\ngem 'alpha'\ngem 'beta'\n"
 	w.file(t, "Gemfile", src)
 	past := time.Now().Add(-time.Hour).Truncate(time.Second)
@@ -240,7 +260,7 @@ func TestLocalFailedEditWritesNothing(t *testing.T) { // BH-006
 }
 
 func TestLocalEditKeepsBOMAndReadHidesIt(t *testing.T) { // BH-007
-	w := newFSWorld(t, nil, sandbox.OpRead, sandbox.OpEdit)
+	w := newFSWorld(t, nil)
 	w.file(t, "a.md", "# t\r\nold\r\n")
 	fsMustOK(t, w.call(t, "edit_file", map[string]any{"path": "a.md", "old_string": "old", "new_string": "new"}))
 	if b := w.bytes(t, "a.md"); b != "# t\r\nnew\r\n" {
@@ -258,7 +278,7 @@ func TestLocalEditKeepsBOMAndReadHidesIt(t *testing.T) { // BH-007
 }
 
 func TestLocalEditSubstringEndingMidLine(t *testing.T) { // BH-009
-	w := newFSWorld(t, nil, sandbox.OpEdit)
+	w := newFSWorld(t, nil)
 	w.file(t, "draw.cpp", "  x = 1;\n  }\n\n  // Build trees with wind and light\n")
 	r := w.call(t, "edit_file", map[string]any{"path": "draw.cpp", "old_string": "  }\n\n  // Build trees", "new_string": "  }\n\n  // Grow trees"})
 	got := fsMustOK(t, r)
@@ -272,7 +292,7 @@ func TestLocalEditSubstringEndingMidLine(t *testing.T) { // BH-009
 }
 
 func TestLocalEditEmptyOldAndNoOp(t *testing.T) { // BH-010
-	w := newFSWorld(t, nil, sandbox.OpEdit)
+	w := newFSWorld(t, nil)
 	w.file(t, "w.txt", "abcd\n")
 	for _, all := range []bool{false, true} {
 		msg := fsMustFail(t, w.call(t, "edit_file", map[string]any{"path": "w.txt", "old_string": "", "new_string": "X", "replace_all": all}), tool.Parameters)
@@ -291,7 +311,7 @@ func TestLocalEditEmptyOldAndNoOp(t *testing.T) { // BH-010
 }
 
 func TestLocalEditAmbiguousSaysCount(t *testing.T) {
-	w := newFSWorld(t, nil, sandbox.OpEdit)
+	w := newFSWorld(t, nil)
 	w.file(t, "a.txt", "x\nx\nx\n")
 	msg := fsMustFail(t, w.call(t, "edit_file", map[string]any{"path": "a.txt", "old_string": "x", "new_string": "y"}), tool.Parameters)
 	if !strings.Contains(msg, "matches 3 times") || !strings.Contains(msg, "replace_all") {
@@ -300,7 +320,7 @@ func TestLocalEditAmbiguousSaysCount(t *testing.T) {
 }
 
 func TestLocalEditRefusesFileChangedSinceRead(t *testing.T) {
-	w := newFSWorld(t, nil, sandbox.OpRead, sandbox.OpEdit, sandbox.OpWrite)
+	w := newFSWorld(t, nil)
 	w.file(t, "a.txt", "one\ntwo\n")
 	fsMustOK(t, w.call(t, "read_file", map[string]any{"path": "a.txt"}))
 	w.file(t, "a.txt", "one\ntwo\nthree\n") // changed behind the run's back (e.g. by execute)
@@ -333,7 +353,7 @@ func TestLocalEditRefusesFileChangedSinceRead(t *testing.T) {
 // --- write_file --------------------------------------------------------------
 
 func TestLocalWriteFileEvidenceReadBack(t *testing.T) {
-	w := newFSWorld(t, nil, sandbox.OpWrite)
+	w := newFSWorld(t, nil)
 	const content = "line one\r\n\tline two \u201Cq\u201D\n"
 	r := w.call(t, "write_file", map[string]any{"path": "dir/sub/new.txt", "content": content})
 	got := fsMustOK(t, r)
@@ -356,7 +376,7 @@ func TestLocalWriteFileEvidenceReadBack(t *testing.T) {
 // --- kind 2: read_file ---------------------------------------------------------
 
 func TestLocalReadBinaryNotice(t *testing.T) { // BH-011
-	w := newFSWorld(t, nil, sandbox.OpRead)
+	w := newFSWorld(t, nil)
 	b := []byte{0x7F, 0x45, 0x4C, 0x46, 0x02, 0x01, 0x01, 0x00}
 	for i := range 65536 {
 		b = append(b, byte(i))
@@ -373,7 +393,7 @@ func TestLocalReadBinaryNotice(t *testing.T) { // BH-011
 }
 
 func TestLocalReadHugeSingleLine(t *testing.T) { // BH-014
-	w := newFSWorld(t, nil, sandbox.OpRead)
+	w := newFSWorld(t, nil)
 	w.file(t, "bundle.min.js", strings.Repeat("a;", 1_000_000))
 	r := w.call(t, "read_file", map[string]any{"path": "bundle.min.js"})
 	got := fsMustOK(t, r)
@@ -389,7 +409,7 @@ func TestLocalReadHugeSingleLine(t *testing.T) { // BH-014
 }
 
 func TestLocalReadWindowsAndContinues(t *testing.T) {
-	w := newFSWorld(t, nil, sandbox.OpRead)
+	w := newFSWorld(t, nil)
 	var b strings.Builder
 	for i := 1; i <= 5000; i++ {
 		fmt.Fprintf(&b, "line %d\n", i)
@@ -411,7 +431,7 @@ func TestLocalReadWindowsAndContinues(t *testing.T) {
 }
 
 func TestLocalReadNonUTF8NamesEncoding(t *testing.T) {
-	w := newFSWorld(t, nil, sandbox.OpRead)
+	w := newFSWorld(t, nil)
 	w.file(t, "latin.txt", "caf\xe9 cr\xe8me br\xfbl\xe9e\nna\xefve\n")
 	got := fsMustOK(t, w.call(t, "read_file", map[string]any{"path": "latin.txt"}))
 	if !strings.Contains(got, "encoding") || !strings.Contains(strings.ToLower(got), "1252") {
@@ -438,7 +458,7 @@ func noisePNG(t *testing.T, side int) []byte {
 }
 
 func TestLocalReadImage(t *testing.T) { // BH-013
-	w := newFSWorld(t, &FSOptions{ReadMaxImageBytes: 20_000}, sandbox.OpRead)
+	w := newFSWorld(t, &FSOptions{ReadMaxImageBytes: 20_000})
 	small := image.NewRGBA(image.Rect(0, 0, 4, 3))
 	small.Set(1, 1, color.RGBA{R: 255, A: 255})
 	var buf bytes.Buffer
@@ -461,7 +481,7 @@ func TestLocalReadImageOverAnthropicLimitByDefault(t *testing.T) { // BH-013, fu
 	if testing.Short() {
 		t.Skip("encodes a 3000x3000 PNG")
 	}
-	w := newFSWorld(t, nil, sandbox.OpRead)
+	w := newFSWorld(t, nil)
 	w.file(t, "shot.png", string(noisePNG(t, 3000)))
 	r := w.call(t, "read_file", map[string]any{"path": "shot.png"})
 	msg := fsMustFail(t, r, tool.Projection)
@@ -478,7 +498,7 @@ func TestLocalReadImageOverAnthropicLimitByDefault(t *testing.T) { // BH-013, fu
 // --- kind 3: grep / glob -------------------------------------------------------
 
 func TestLocalGrepHiddenDirectories(t *testing.T) { // BH-015
-	w := newFSWorld(t, nil, sandbox.OpSearch)
+	w := newFSWorld(t, nil)
 	w.file(t, ".github/workflows/ci.yml", "on: push\ntoken: NEEDLE_7Q\n")
 	w.file(t, "src/main.go", "package main\n")
 	w.file(t, ".git/config", "NEEDLE_7Q\n")
@@ -498,7 +518,7 @@ func TestLocalGrepHiddenDirectories(t *testing.T) { // BH-015
 }
 
 func TestLocalSearchCircularSymlink(t *testing.T) { // BH-017
-	w := newFSWorld(t, nil, sandbox.OpSearch, sandbox.OpList)
+	w := newFSWorld(t, nil)
 	w.file(t, "pkg/a.go", "package pkg\n")
 	if err := os.MkdirAll(filepath.Join(w.ws, "pkg/sub"), 0o755); err != nil {
 		t.Fatal(err)
@@ -529,7 +549,7 @@ func TestLocalGlobPrunesIgnoredTrees(t *testing.T) { // BH-018 (scaled down unde
 	if testing.Short() {
 		files = 200
 	}
-	w := newFSWorld(t, nil, sandbox.OpSearch)
+	w := newFSWorld(t, nil)
 	for i := range 20 {
 		d := fmt.Sprintf("svc-%02d", i)
 		w.file(t, d+"/src/lib/uri.js", "export const uri = 1;\n")
@@ -554,7 +574,7 @@ func TestLocalGlobPrunesIgnoredTrees(t *testing.T) { // BH-018 (scaled down unde
 }
 
 func TestLocalGrepTimeoutIsNeverBare(t *testing.T) { // BH-018
-	w := newFSWorld(t, &FSOptions{SearchTimeout: time.Millisecond}, sandbox.OpSearch)
+	w := newFSWorld(t, &FSOptions{SearchTimeout: time.Millisecond})
 	for i := range 3000 {
 		w.file(t, fmt.Sprintf("d%02d/f%d.txt", i%30, i), "export x\n")
 	}
@@ -570,12 +590,14 @@ func TestLocalGrepTimeoutIsNeverBare(t *testing.T) { // BH-018
 			t.Errorf("partial = ...%q", got[max(0, len(got)-200):])
 		}
 	default:
-		t.Logf("the walk beat a 1 ms deadline; nothing to assert about timing out")
+		// 3,000 files cannot be opened and read in 1 ms: a complete
+		// result means the deadline was not applied to the walk.
+		t.Fatalf("grep over 3,000 files finished within a 1 ms SearchTimeout: %v\n%s", r.Evidence, got[max(0, len(got)-200):])
 	}
 }
 
 func TestLocalGrepClipsMinifiedLine(t *testing.T) { // BH-019
-	w := newFSWorld(t, nil, sandbox.OpSearch)
+	w := newFSWorld(t, nil)
 	w.file(t, "data.json", `{"k":"FINDME","pad":"`+strings.Repeat("y", 100_000)+`"}`)
 	r := w.call(t, "grep", map[string]any{"pattern": "FINDME", "path": "data.json", "max_results": 1})
 	got := fsMustOK(t, r)
@@ -606,7 +628,7 @@ func outsideFixture(t *testing.T, w *fsWorld) (secret string) {
 }
 
 func TestLocalReadOutsideIsAuthorization(t *testing.T) { // BH-055
-	w := newFSWorld(t, nil, sandbox.OpRead)
+	w := newFSWorld(t, nil)
 	secret := outsideFixture(t, w)
 	rel, _ := filepath.Rel(w.ws, secret)
 	for _, p := range []string{"../outside.txt", filepath.ToSlash(rel), secret, "leak", "up/" + filepath.Base(w.outside) + "/secret.txt"} {
@@ -626,7 +648,7 @@ func TestLocalReadOutsideIsAuthorization(t *testing.T) { // BH-055
 }
 
 func TestLocalListAndSearchOutsideAreAuthorization(t *testing.T) { // BH-055
-	w := newFSWorld(t, nil, sandbox.OpList, sandbox.OpSearch)
+	w := newFSWorld(t, nil)
 	outsideFixture(t, w)
 	for _, tc := range []struct {
 		tool string
@@ -654,7 +676,7 @@ func TestLocalListAndSearchOutsideAreAuthorization(t *testing.T) { // BH-055
 }
 
 func TestLocalWritesThroughSymlinksAreRefused(t *testing.T) { // BH-057, BH-058
-	w := newFSWorld(t, nil, sandbox.OpWrite, sandbox.OpEdit)
+	w := newFSWorld(t, nil)
 	victim := filepath.Join(w.outside, "victim.txt")
 	os.WriteFile(victim, []byte("original\n"), 0o644)
 	os.Symlink(victim, filepath.Join(w.ws, "notes.md"))
