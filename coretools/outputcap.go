@@ -477,7 +477,7 @@ func (c *outputCap) accumulate(p []byte, nc int) {
 	c.tailChars += nc
 	if excess := c.tailChars - c.tailMax; excess > 0 {
 		live := c.tail[c.tailOff:]
-		k := runePrefix(live, excess, -1)
+		k := runePrefix(live, excess, c.tailChars) // len(live) == tailChars: ASCII
 		c.evChars += int64(excess)
 		c.evNL += int64(bytes.Count(live[:k], []byte{'\n'}))
 		c.evLastNL = live[k-1] == '\n'

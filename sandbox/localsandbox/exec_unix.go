@@ -101,7 +101,7 @@ func (s *Sandbox) run(ctx context.Context, req sandbox.ExecRequest, spec runSpec
 		select {
 		case <-exitedC:
 			exitedC, shellDone = nil, true
-			if !outputDone {
+			if !outputDone && !stopping { // when stopping, killC decides
 				t := time.NewTimer(spec.drainGrace)
 				defer t.Stop()
 				graceC = t.C
@@ -190,8 +190,22 @@ func pump(r *os.File, w io.Writer, mu *sync.Mutex, wg *sync.WaitGroup, ord *stre
 		if err != nil {
 			return
 		}
+		if n >= coalesceMin && n < len(buf) {
+			// A flood drained the pipe: let it refill a little rather
+			// than wake for every small write of the producer.
+			time.Sleep(coalesceDelay)
+		}
 	}
 }
+
+// A read of at least coalesceMin bytes that still emptied the pipe is
+// followed by a pause of coalesceDelay, so a fast producer's output is
+// read in large chunks (fewer wake-ups) at a cost of at most that delay to
+// the live stream. The 1 MiB pipe buffer absorbs the producer meanwhile.
+const (
+	coalesceMin   = 4096
+	coalesceDelay = time.Millisecond
+)
 
 // orderWait bounds how long a stderr chunk waits for stdout data that is
 // already waiting in its pipe.
