@@ -1,0 +1,37 @@
+package mcpclient_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/aibuddy/aibuddy/mcpclient"
+	"github.com/aibuddy/aibuddy/tool"
+)
+
+// A settings file's "mcpServers" object, connected and used. The server
+// here is a shell command that exits at once, so the example runs
+// anywhere; its status shows the exit status and the stderr tail.
+func Example() {
+	raw := map[string]json.RawMessage{
+		"db": json.RawMessage(`{"command":"sh","args":["-c","echo cannot open db >&2; exit 3"]}`),
+	}
+	servers, err := mcpclient.ParseServers(raw)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	m := mcpclient.Connect(context.Background(), servers, &mcpclient.Options{InitTimeout: 5 * time.Second})
+	defer m.Close()
+	for _, s := range m.Servers() {
+		fmt.Println(s.Name, s.Summary())
+	}
+	r := m.Call(context.Background(), &tool.Call{Name: "db__query", Input: json.RawMessage(`{}`)})
+	fmt.Println(r.Stage, r.IsError)
+	fmt.Println(mcpclient.ToolName("ops tools", "admin.users.list"))
+	// Output:
+	// db failed: exited with status 3 during initialize: cannot open db
+	// execution true
+	// ops_tools__admin_users_list
+}
