@@ -1006,7 +1006,11 @@ type captureHandler struct {
 	inner slog.Handler
 }
 
-func (h *captureHandler) Enabled(context.Context, slog.Level) bool { return true }
+// Enabled lets Error records through for capture (the SDK logs refused
+// tools at Error) and anything else the inner handler wants.
+func (h *captureHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= slog.LevelError || h.inner.Enabled(ctx, l)
+}
 
 func (h *captureHandler) Handle(ctx context.Context, r slog.Record) error {
 	if r.Message == "excluding tool from tools/list" {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -30,7 +31,7 @@ func TestReferenceServers(t *testing.T) {
 	}
 	servers, err := mcpclient.ParseServersWith(map[string]json.RawMessage{
 		"memory":     json.RawMessage(`{"command":"${BIN}/mcp-server-memory","env":{"MEMORY_FILE_PATH":"${DIR}/memory.jsonl"}}`),
-		"everything": json.RawMessage(`{"command":"${BIN}/mcp-server-everything"}`),
+		"everything": json.RawMessage(`{"command":"${BIN}/mcp-server-everything","env":{"AIBUDDY_PROBE":"42"}}`),
 		"filesystem": json.RawMessage(`{"command":"${BIN}/mcp-server-filesystem","args":["${ROOT}"]}`),
 	}, func(k string) (string, bool) {
 		v, ok := map[string]string{"BIN": bin, "DIR": dir, "ROOT": root}[k]
@@ -77,6 +78,22 @@ func TestReferenceServers(t *testing.T) {
 	// everything: echo comes back.
 	if r := run("everything__echo", `{"message":"round trip"}`); !strings.Contains(r.AllText(), "round trip") {
 		t.Errorf("echo: %s", r.AllText())
+	}
+	// The server's environment is ours plus the configured entries.
+	if r := run("everything__get-env", `{}`); !strings.Contains(r.AllText(), `"AIBUDDY_PROBE": "42"`) || !strings.Contains(r.AllText(), `"PATH"`) {
+		t.Errorf("get-env lacks the configured or the host variables: %.300s", r.AllText())
+	}
+	// Progress notifications reach the call's client events.
+	var (
+		mu       sync.Mutex
+		progress []tool.Event
+	)
+	r := m.Call(ctx, &tool.Call{Name: "everything__trigger-long-running-operation", Input: json.RawMessage(`{"duration":0.3,"steps":3}`),
+		Events: func(e tool.Event) { mu.Lock(); progress = append(progress, e); mu.Unlock() }})
+	mu.Lock()
+	defer mu.Unlock()
+	if r.IsError || len(progress) != 3 || progress[2].Progress != 3 || progress[2].Total != 3 {
+		t.Errorf("long-running operation: %s; progress %+v", r.AllText(), progress)
 	}
 	// Local validation happens before the server sees anything.
 	if r := m.Call(ctx, &tool.Call{Name: "everything__echo", Input: json.RawMessage(`{}`)}); !r.IsError || r.Stage != tool.Parameters {
