@@ -110,17 +110,18 @@ func TestSchemaIntakePerTool(t *testing.T) {
 	 {"name":"no_schema"},
 	 {"name":"ref_mix","inputSchema":{"type":"object","properties":{"s":{"$ref":"#/definitions/S"}},
 	   "$defs":{"S":{"type":"string","minLength":2}}}},
-	 {"name":"dangling","inputSchema":{"type":"object","properties":{"s":{"$ref":"#/$defs/Missing"}}}}
+	 {"name":"dangling","inputSchema":{"type":"object","properties":{"s":{"$ref":"#/$defs/Missing"}}}},
+	 {"name":"hdr","inputSchema":{"type":"object","properties":{"o":{"type":"object","x-mcp-header":"X-O"}}}}
 	]`
 	m := connect(t, nil, scriptedServer("shapes", "scripted", tools))
 	st := status(t, m, "shapes")
 	if st.State != mcpclient.StateConnected {
 		t.Fatalf("state %s: %s", st.State, st.Error)
 	}
-	if st.ToolsOffered != 12 || st.ToolsLoaded != 9 {
-		t.Errorf("ToolsOffered/Loaded = %d/%d, want 12/9 (%s)", st.ToolsOffered, st.ToolsLoaded, st.Summary())
+	if st.ToolsOffered != 13 || st.ToolsLoaded != 9 {
+		t.Errorf("ToolsOffered/Loaded = %d/%d, want 13/9 (%s)", st.ToolsOffered, st.ToolsLoaded, st.Summary())
 	}
-	if !strings.Contains(st.Summary(), "9 of 12 tools loaded") {
+	if !strings.Contains(st.Summary(), "9 of 13 tools loaded") {
 		t.Errorf("Summary = %q", st.Summary())
 	}
 	reasons := map[string]string{}
@@ -138,8 +139,13 @@ func TestSchemaIntakePerTool(t *testing.T) {
 	if r := reasons["dangling"]; !strings.Contains(r, "#/$defs/Missing") {
 		t.Errorf("dangling: reason %q", r)
 	}
-	if len(reasons) != 3 {
-		t.Errorf("quarantined %v, want bad, price, dangling", reasons)
+	// The SDK itself drops tools with bad x-mcp-header annotations; the
+	// drop is shown, not silent.
+	if r := reasons["hdr"]; !strings.Contains(r, `tool "hdr": refused by the MCP SDK`) || !strings.Contains(r, "x-mcp-header") {
+		t.Errorf("hdr: reason %q", r)
+	}
+	if len(reasons) != 4 {
+		t.Errorf("quarantined %v, want bad, price, dangling, hdr", reasons)
 	}
 
 	repairs := map[string]string{}
