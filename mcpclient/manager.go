@@ -671,13 +671,14 @@ func (c *conn) describeFailure(step string, err error, initCtx context.Context) 
 	p := c.proc
 	c.m.mu.Unlock()
 	var reason string
+	exited := false
 	switch {
 	case c.m.life.Err() != nil:
 		reason = "closed before " + step + " completed"
 	case errors.Is(initCtx.Err(), context.DeadlineExceeded):
 		reason = fmt.Sprintf("%s timed out after %s", step, c.m.opts.InitTimeout)
-	case p != nil && p.hasExited(300*time.Millisecond):
-		reason = p.exitReason() + " during " + step
+	case p != nil && p.hasExited(300*time.Millisecond) && p.selfExit():
+		reason, exited = p.exitReason()+" during "+step, true
 	default:
 		reason = step + " failed: " + err.Error()
 	}
@@ -685,8 +686,10 @@ func (c *conn) describeFailure(step string, err error, initCtx context.Context) 
 		if g := p.garbage(); g != "" {
 			reason += fmt.Sprintf("; stdout is not JSON-RPC: %q", g)
 		}
-		if tail := p.stderrLines(); tail != "" {
-			reason += ": " + tail
+		if tail := p.stderrLines(); tail != "" && exited {
+			reason += ": " + tail // "exited with status 3 during initialize: cannot open db"
+		} else if tail != "" {
+			reason += "; stderr: " + tail
 		}
 	}
 	return reason
@@ -706,7 +709,7 @@ func (c *conn) watch(sess *mcp.ClientSession) {
 	m.mu.Unlock()
 	var reason string
 	switch {
-	case p != nil && p.hasExited(500*time.Millisecond):
+	case p != nil && p.hasExited(500*time.Millisecond) && p.selfExit():
 		reason = p.exitReason()
 		if tail := p.stderrLines(); tail != "" {
 			reason += ": " + tail

@@ -84,6 +84,7 @@ type proc struct {
 	drained chan struct{} // closed when stderr reached EOF
 
 	initialized atomic.Bool // set after a successful handshake: Close is graceful only then
+	signalled   atomic.Bool // set when shutdown sends SIGTERM or SIGKILL
 	grace       time.Duration
 	closeOnce   sync.Once
 }
@@ -218,6 +219,7 @@ func (p *proc) shutdown() {
 			grace = 0
 		}
 		if !p.hasExited(grace) {
+			p.signalled.Store(true)
 			_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
 			if !p.hasExited(time.Second) {
 				_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
@@ -238,6 +240,18 @@ func (p *proc) shutdown() {
 		_ = p.stdout.Close() // unblocks the SDK's reader goroutine
 		_ = p.stderr.Close()
 	})
+}
+
+// selfExit reports whether the reaped process ended on its own: with an
+// exit status, or by a signal we did not send.
+func (p *proc) selfExit() bool {
+	var ee *exec.ExitError
+	if errors.As(p.waitErr, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return !p.signalled.Load()
+		}
+	}
+	return true
 }
 
 // exitReason describes how the process ended: "exited with status 3",
