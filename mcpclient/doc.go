@@ -28,6 +28,11 @@
 //   - Changes: notifications/tools/list_changed re-fetches the server's
 //     tools once per burst (debounced) and notifies subscribers; a
 //     disconnect removes the server's tools with the reason (BH-043).
+//   - Calls: a tool's handler sends tools/call with the original name and
+//     the already validated arguments; [Manager.Call] routes by name and
+//     answers at once, at the Execution stage, for a server that is not
+//     connected. Server isError results become Execution-stage errors;
+//     ctx cancellation reaches the server as notifications/cancelled.
 //   - Teardown: [Manager.Close] closes stdin, waits, then terminates and
 //     kills each stdio server's process group, each step bounded.
 package mcpclient

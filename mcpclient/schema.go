@@ -128,7 +128,9 @@ func (e *SchemaError) Unwrap() error { return e.Err }
 // contains "object" becomes "object"; a local $ref into "#/definitions/X"
 // that only exists as "#/$defs/X" (or the reverse) is pointed at the one
 // that exists. Everything else, including root allOf/anyOf/if-then and
-// $defs, is kept as the server sent it (BH-031, BH-034).
+// $defs, is kept as the server sent it (BH-031, BH-034). The result is
+// re-encoded from the SDK's decoded form: object keys come out sorted and
+// numbers pass through float64 (integers beyond 2^53 lose precision).
 func prepareSchema(in any) (json.RawMessage, []string, error) {
 	var fixes []string
 	if in == nil {
