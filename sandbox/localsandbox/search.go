@@ -13,6 +13,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -103,6 +105,11 @@ func (s *Sandbox) Search(ctx context.Context, req sandbox.SearchRequest) (*sandb
 			return nil, bad(fmt.Sprintf("regular expression %q does not compile", req.Pattern), err)
 		}
 		sr.re = re
+		if req.ContextLines == 0 && !s.lineByLine && !strings.Contains(expr, `\A`) && !strings.Contains(expr, `\z`) {
+			// Whole-buffer scans need ^ and $ at line boundaries; \A and \z
+			// mean the line's ends only line by line, so they stay there.
+			sr.reFast = regexp.MustCompile("(?m)" + expr)
+		}
 	default:
 		return nil, bad(fmt.Sprintf("unknown search mode %q (want %q or %q)", req.Mode, sandbox.ModeGlob, sandbox.ModeGrep), nil)
 	}
@@ -126,7 +133,7 @@ func (s *Sandbox) Search(ctx context.Context, req sandbox.SearchRequest) (*sandb
 		if !fi.Mode().IsRegular() {
 			return nil, &sandbox.PathError{Op: op, Path: r.display, Reason: "not a regular file", Err: sandbox.ErrUnsupported}
 		}
-		sr.file(func() (*os.File, error) { return s.root.Open(r.rel) }, r.display, path.Base(r.rel), fi.ModTime())
+		sr.file(func() (*os.File, error) { return s.root.Open(r.rel) }, nil, r.display, path.Base(r.rel), fi.ModTime(), fi.Size())
 	} else {
 		if !req.NoIgnore {
 			sr.loadAncestorIgnores(r.rel)
@@ -135,8 +142,13 @@ func (s *Sandbox) Search(ctx context.Context, req sandbox.SearchRequest) (*sandb
 		if err != nil {
 			return nil, s.pathErr(op, r.display, err)
 		}
-		sr.walk(dir, r.rel, "", 0)
-		dir.Close()
+		if sr.re != nil {
+			sr.pool = newGrepPool(sr, grepWorkers())
+		}
+		sr.walk(dir, r.rel, "", 0) // closes dir
+		if sr.pool != nil {
+			sr.pool.wait()
+		}
 	}
 	return sr.finish(), nil
 }
@@ -155,14 +167,15 @@ type searcher struct {
 	rootDisplay string
 	ignores     []gitignore.Pattern // in increasing priority
 
+	reFast *regexp.Regexp // re in multi-line mode for whole-buffer scans; nil: line by line only
+
 	res      *sandbox.SearchResult
+	mu       sync.Mutex // guards files, retained and res's grep counters while workers run
 	files    []*fileRes
 	retained int // matches (grep) or files (glob) held in files
-	stopped  bool
+	stopped  atomic.Bool
 	steps    int
-
-	head []byte        // grep's sniff buffer, reused
-	br   *bufio.Reader // grep's line reader, reused
+	pool     *grepPool // nil: grep in the walking goroutine
 }
 
 type fileRes struct {
@@ -173,21 +186,25 @@ type fileRes struct {
 }
 
 func (sr *searcher) done() bool {
-	if sr.stopped {
+	if sr.stopped.Load() {
 		return true
 	}
 	if sr.ctx.Err() != nil {
-		sr.stopped = true
-		sr.res.Partial = true
+		sr.stopped.Store(true)
+		return true
 	}
-	return sr.stopped
+	return false
 }
 
 // walk searches directory rel (canonical), which is sub ("" for the
 // search root) relative to the search root. dir is a root handle on rel
 // itself: entries are opened relative to it (one openat each), and it
-// cannot reach above rel either.
+// cannot reach above rel either. walk owns dir: it is closed once the walk
+// and every grep job that opens a file through it are done.
 func (sr *searcher) walk(dir *os.Root, rel, sub string, depth int) {
+	sd := &sharedDir{root: dir}
+	sd.refs.Store(1)
+	defer sd.release()
 	if depth > maxWalkDepth || sr.done() {
 		return
 	}
@@ -196,7 +213,13 @@ func (sr *searcher) walk(dir *os.Root, rel, sub string, depth int) {
 		return
 	}
 	ents, _ := f.ReadDir(-1)
-	f.Close()
+	dirFd := -1
+	if sr.pool != nil && rawOpen {
+		sd.file = f // grep jobs open their files relative to it
+		dirFd = int(f.Fd())
+	} else {
+		f.Close()
+	}
 	mark := len(sr.ignores)
 	defer func() { sr.ignores = sr.ignores[:mark] }()
 	if !sr.req.NoIgnore {
@@ -218,6 +241,7 @@ func (sr *searcher) walk(dir *os.Root, rel, sub string, depth int) {
 		isDir := t.IsDir()
 		var info fs.FileInfo
 		open := func() (*os.File, error) { return dir.Open(name) }
+		held := sd // the directory handle this file is opened through
 		if t&fs.ModeSymlink != 0 {
 			// Followed only to a regular file inside the workspace (through
 			// the workspace root, which refuses an escape); never into a
@@ -228,6 +252,7 @@ func (sr *searcher) walk(dir *os.Root, rel, sub string, depth int) {
 			}
 			info = st
 			open = func() (*os.File, error) { return sr.s.root.Open(childRel) }
+			held = nil
 		} else if !isDir && !t.IsRegular() {
 			continue
 		}
@@ -254,9 +279,8 @@ func (sr *searcher) walk(dir *os.Root, rel, sub string, depth int) {
 			if err != nil {
 				continue
 			}
-			sr.walk(sub, childRel, childSub, depth+1)
-			sub.Close()
-			if sr.stopped {
+			sr.walk(sub, childRel, childSub, depth+1) // closes sub
+			if sr.stopped.Load() {
 				return
 			}
 			continue
@@ -264,38 +288,67 @@ func (sr *searcher) walk(dir *os.Root, rel, sub string, depth int) {
 		if len(sr.req.Include) > 0 && !matchAny(sr.req.Include, childSub) {
 			continue
 		}
+		if sr.re == nil {
+			sr.res.FilesSearched++
+			if !sr.globMatch(childSub) {
+				continue // no stat for a file the glob does not want
+			}
+		}
+		if held != nil && dirFd >= 0 {
+			// The grep worker opens it by name relative to this directory
+			// and takes size and modification time from that open file.
+			held.refs.Add(1)
+			sr.pool.submit(grepJob{dirFd: dirFd, name: name, display: joinDisplay(sr.rootDisplay, childSub), release: held.release})
+			continue
+		}
 		if info == nil {
 			if info, err = e.Info(); err != nil {
 				continue
 			}
 		}
-		sr.file(open, joinDisplay(sr.rootDisplay, childSub), childSub, info.ModTime())
+		sr.file(open, held, joinDisplay(sr.rootDisplay, childSub), childSub, info.ModTime(), info.Size())
 	}
 }
 
-// file tests or searches one regular file.
-func (sr *searcher) file(open func() (*os.File, error), display, sub string, mod time.Time) {
+// globMatch reports whether sub (relative to the search root) matches the
+// glob.
+func (sr *searcher) globMatch(sub string) bool {
+	if sr.req.IgnoreCase {
+		sub = strings.ToLower(sub)
+	}
+	ok, _ := doublestar.Match(sr.glob, sub)
+	return ok
+}
+
+// file takes one regular file: for glob, one the walk already matched (a
+// single named file is matched here); for grep, one to search, handed to
+// the worker pool when there is one. size is in bytes, -1 when unknown.
+// held, when not nil, is the directory handle open goes through; a job
+// handed to the pool keeps it open until the file has been read.
+func (sr *searcher) file(open func() (*os.File, error), held *sharedDir, display, sub string, mod time.Time, size int64) {
 	if sr.re == nil {
-		sr.res.FilesSearched++
-		p := sub
-		if sr.req.IgnoreCase {
-			p = strings.ToLower(p)
-		}
-		if ok, _ := doublestar.Match(sr.glob, p); !ok {
-			return
+		if sr.pool == nil && display == sr.rootDisplay { // a single named file
+			sr.res.FilesSearched++
+			if !sr.globMatch(sub) {
+				return
+			}
 		}
 		sr.res.Total++
 		sr.add(&fileRes{path: display, mod: mod, count: 1})
 		return
 	}
-	if sr.done() {
+	j := grepJob{open: open, display: display, mod: mod, size: size}
+	if sr.pool != nil {
+		if held != nil {
+			held.refs.Add(1)
+			j.release = held.release
+		}
+		sr.pool.submit(j)
 		return
 	}
-	fr := sr.grep(open, display, mod)
-	if fr != nil && fr.count > 0 {
-		sr.res.Total += fr.count
-		sr.add(fr)
-	}
+	w := newGrepWorker(sr)
+	w.run(j)
+	w.flush()
 }
 
 // add keeps a hit and, when too much is held, drops what the final cut to
@@ -335,6 +388,7 @@ func (sr *searcher) add(fr *fileRes) {
 
 func (sr *searcher) finish() *sandbox.SearchResult {
 	res := sr.res
+	res.Partial = sr.stopped.Load()
 	sortFiles(sr.files)
 	for i, f := range sr.files {
 		if i >= sr.maxResults {
@@ -458,34 +512,58 @@ func (sr *searcher) ignored(rel string, isDir bool) bool {
 
 // ---- grep ----
 
-// grep scans one file line by line with a bounded buffer and returns its
-// matches (at most MaxResults kept, all counted), or nil when the file was
-// not searched.
-func (sr *searcher) grep(open func() (*os.File, error), display string, mod time.Time) *fileRes {
-	f, err := open()
+// grep searches one file and returns its matches (at most MaxResults
+// kept, all counted), or nil when the file was not searched (unreadable or
+// binary). A file of at most fastScanBytes with no CR byte is scanned as
+// one buffer (scanWhole); anything else line by line with a bounded buffer.
+func (w *grepWorker) grep(j grepJob) *fileRes {
+	sr := w.sr
+	f, size, mod, closeFile, err := j.openFile()
 	if err != nil {
 		return nil
 	}
-	defer f.Close()
-	if sr.head == nil {
-		sr.head = make([]byte, sniffBytes)
-		sr.br = bufio.NewReaderSize(nil, readBufBytes)
-	}
-	head := sr.head
+	defer closeFile()
+	j.size, j.mod = size, mod
+	head := w.head
 	n, err := io.ReadFull(f, head)
 	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
 		return nil
 	}
 	head = head[:n]
-	sr.res.FilesSearched++
+	w.searched++
 	if bytes.IndexByte(head, 0) >= 0 {
-		sr.res.SkippedBinary++
+		w.binary++
 		return nil
 	}
-	br := sr.br
-	br.Reset(io.MultiReader(bytes.NewReader(head), f))
+	fr := &fileRes{path: j.display, mod: j.mod}
+	var rest io.Reader = f
+	if sr.reFast != nil && n == len(w.head) && j.size >= 0 && j.size <= fastScanBytes {
+		// Read the whole file (it may have grown: at most fastScanBytes+1).
+		whole := append(w.whole[:0], head...)
+		for len(whole) <= fastScanBytes {
+			if cap(whole)-len(whole) < 32<<10 {
+				whole = slices.Grow(whole, max(64<<10, len(whole)))
+			}
+			m, rerr := f.Read(whole[len(whole):cap(whole)])
+			whole = whole[:len(whole)+m]
+			if rerr != nil {
+				break
+			}
+		}
+		w.whole = whole
+		if len(whole) <= fastScanBytes && bytes.IndexByte(whole, '\r') < 0 {
+			w.scanWhole(whole, fr)
+			return fr
+		}
+		rest = io.MultiReader(bytes.NewReader(whole[len(head):]), f)
+	} else if sr.reFast != nil && n < len(w.head) && bytes.IndexByte(head, '\r') < 0 {
+		w.scanWhole(head, fr) // a small file: all of it is in head
+		return fr
+	}
+	br := w.br
+	br.Reset(io.MultiReader(bytes.NewReader(head), rest))
 	defer br.Reset(nil)
-	fr := &fileRes{path: display, mod: mod}
+	display := j.display
 	window := sr.s.maxSearchLineBytes()
 	nctx := sr.req.ContextLines
 	keep := sr.maxChars * utf8.UTFMax
