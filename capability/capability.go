@@ -18,13 +18,39 @@ type RunSpec struct {
 	ToolKeys []string
 	// Services are the injected capability services, by name.
 	Services map[string]any
-	// MCPServers are the names of the connected MCP servers.
-	MCPServers []string
+	// MCP are the run's MCP servers: a connected server's usable tools
+	// join the set (after the built-in groups, in server order); a server
+	// that is not connected, and each tool a server offers whose schema
+	// could not be used, become exclusions with their reasons.
+	MCP []MCPServer
 	// Sandbox is the run's sandbox; nil means no sandbox (every group that
 	// needs a sandbox operation is excluded).
 	Sandbox sandbox.Sandbox
 	// Prerequisites are the run's state flags that hold (e.g. "team").
 	Prerequisites []string
+}
+
+// MCPServer is one configured MCP server as a run sees it (package
+// mcpclient produces these from its connections).
+type MCPServer struct {
+	Name      string
+	Connected bool
+	// Error says why the server is not connected (failed, hung in
+	// initialize, disconnected); empty when connected.
+	Error string
+	// Tools are the server's usable tools, already namespaced
+	// (<server>__<tool>) and defined through tool.Define.
+	Tools []*tool.Tool
+	// Quarantined are the tools the server offers that cannot be used,
+	// with why (for example an input schema whose top level is not an
+	// object).
+	Quarantined []Quarantined
+}
+
+// Quarantined is an offered MCP tool that could not be used.
+type Quarantined struct {
+	Tool   string // the original MCP tool name
+	Reason string // names server and tool
 }
 
 // Reason classifies why a tool was excluded.
@@ -38,13 +64,15 @@ const (
 	MCPNotConnected    Reason = "mcp_not_connected"   // a required MCP server is not connected
 	SandboxUnsupported Reason = "sandbox_unsupported" // the sandbox lacks a required operation
 	MissingPrereq      Reason = "missing_prerequisite"
-	BuildFailed        Reason = "build_failed" // the group's Build returned an error
-	Undeclared         Reason = "undeclared"   // Build produced a name the group does not declare
+	BuildFailed        Reason = "build_failed"      // the group's Build returned an error
+	ServerFailed       Reason = "mcp_server_failed" // an MCP server is not connected: none of its tools
+	SchemaUnusable     Reason = "schema_unusable"   // an MCP tool's input schema could not be used
+	Undeclared         Reason = "undeclared"        // Build produced a name the group does not declare
 )
 
 // Exclusion is one tool (or, for UnknownKey, one key) left out of the set.
 type Exclusion struct {
-	Tool   string `json:"tool,omitempty"` // empty for UnknownKey
+	Tool   string `json:"tool,omitempty"` // empty for UnknownKey and ServerFailed
 	Group  string `json:"group"`
 	Reason Reason `json:"reason"`
 	Detail string `json:"detail"` // one sentence for people
@@ -53,16 +81,25 @@ type Exclusion struct {
 func (e Exclusion) String() string {
 	name := e.Tool
 	if name == "" {
-		name = "(key " + e.Group + ")"
+		name = "(" + e.Group + ")"
 	}
 	return name + ": " + e.Detail
 }
 
-// Set is the effective tool set of one run, in registry order.
+// Set is the effective tool set of one run: the built-in groups' tools in
+// registry order, then the MCP servers' tools.
 type Set struct {
 	tools  []*tool.Tool
-	groups map[string]registry.Group // tool name → its group
+	groups map[string]registry.Group // tool name → its group (built-in tools)
+	server map[string]string         // tool name → MCP server (MCP tools)
 	active []string                  // group keys with tools in the set
+}
+
+// Server returns the MCP server a tool of the set comes from; ok is false
+// for a built-in tool.
+func (s *Set) Server(name string) (server string, ok bool) {
+	server, ok = s.server[name]
+	return server, ok
 }
 
 // Tools returns the tools in the set.
@@ -119,7 +156,7 @@ func (s *Set) Call(ctx context.Context, call *tool.Call) *tool.Result {
 			WithHint("use one of: "+strings.Join(s.Names(), ", ")), call.Name)
 	}
 	res := t.Call(ctx, call)
-	if g := s.groups[call.Name]; g.Hooks.OnResult != nil {
+	if g, ok := s.groups[call.Name]; ok && g.Hooks.OnResult != nil {
 		if r := g.Hooks.OnResult(ctx, call, res); r != nil {
 			res = r
 		}
@@ -129,11 +166,12 @@ func (s *Set) Call(ctx context.Context, call *tool.Call) *tool.Result {
 
 // Resolve computes the effective tool set of one run and the exclusions,
 // each with its reason. It never returns a tool whose dependencies are
-// missing. The error is non-nil only when a group's Build produced a tool
-// whose name another group's tool already holds (the registry check at
-// start-up should have caught it).
+// missing. The error is non-nil only when two tools would share a name: a
+// group's Build produced a name another group holds (the registry check at
+// start-up should have caught it), or an MCP tool's namespaced name equals
+// a built-in tool's or another server's.
 func Resolve(reg *registry.Registry, spec RunSpec) (*Set, []Exclusion, error) {
-	set := &Set{groups: map[string]registry.Group{}}
+	set := &Set{groups: map[string]registry.Group{}, server: map[string]string{}}
 	var ex []Exclusion
 	configured := map[string]bool{}
 	if spec.ToolKeys == nil {
@@ -149,7 +187,12 @@ func Resolve(reg *registry.Registry, spec RunSpec) (*Set, []Exclusion, error) {
 			}
 		}
 	}
-	connected := toSet(spec.MCPServers)
+	connected := map[string]bool{}
+	for _, m := range spec.MCP {
+		if m.Connected {
+			connected[m.Name] = true
+		}
+	}
 	prereqs := toSet(spec.Prerequisites)
 	env := registry.Env{Sandbox: spec.Sandbox, Services: spec.Services}
 	for _, g := range reg.Groups() {
@@ -184,6 +227,30 @@ func Resolve(reg *registry.Registry, spec RunSpec) (*Set, []Exclusion, error) {
 			set.groups[t.Name()] = g
 		}
 		set.active = append(set.active, g.Key)
+	}
+	for _, m := range spec.MCP {
+		group := "mcp:" + m.Name
+		if !m.Connected {
+			detail := fmt.Sprintf("MCP server %q is not connected", m.Name)
+			if m.Error != "" {
+				detail += ": " + m.Error
+			}
+			ex = append(ex, Exclusion{Group: group, Reason: ServerFailed, Detail: detail})
+			continue
+		}
+		for _, q := range m.Quarantined {
+			ex = append(ex, Exclusion{Tool: q.Tool, Group: group, Reason: SchemaUnusable, Detail: q.Reason})
+		}
+		for _, t := range m.Tools {
+			if owner, dup := set.groups[t.Name()]; dup {
+				return nil, nil, fmt.Errorf("capability: MCP tool %q of server %q has the name of a tool of group %q", t.Name(), m.Name, owner.Key)
+			}
+			if other, dup := set.server[t.Name()]; dup {
+				return nil, nil, fmt.Errorf("capability: MCP tool %q is offered by servers %q and %q", t.Name(), other, m.Name)
+			}
+			set.tools = append(set.tools, t)
+			set.server[t.Name()] = m.Name
+		}
 	}
 	return set, ex, nil
 }

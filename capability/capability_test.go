@@ -107,7 +107,7 @@ func TestResolveAllDependenciesPresent(t *testing.T) {
 	set, ex, err := capability.Resolve(testRegistry(), capability.RunSpec{
 		Sandbox:       ls,
 		Services:      map[string]any{"user_input": struct{}{}},
-		MCPServers:    []string{"github"},
+		MCP:           []capability.MCPServer{{Name: "github", Connected: true}},
 		Prerequisites: []string{"team"},
 	})
 	if err != nil {
@@ -136,5 +136,47 @@ func TestResolveMissingEverythingIsEmptyNotBroken(t *testing.T) {
 	}
 	if len(ex) != 6 {
 		t.Errorf("want 6 exclusions (4 unmet, 2 not configured), got %d: %v", len(ex), ex)
+	}
+}
+
+func TestResolveMCPServers(t *testing.T) {
+	set, ex, err := capability.Resolve(testRegistry(), capability.RunSpec{
+		ToolKeys: []string{"github"},
+		MCP: []capability.MCPServer{
+			{Name: "github", Connected: true, Tools: []*tool.Tool{mk("github__list_issues")},
+				Quarantined: []capability.Quarantined{{Tool: "bad", Reason: `server "github" tool "bad": input schema top level must be type object, got string`}}},
+			{Name: "slow", Error: "initialize timed out after 2s"},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(set.Names(), ","); got != "github__create_issue,github__list_issues" {
+		t.Errorf("set = %s", got)
+	}
+	if srv, ok := set.Server("github__list_issues"); !ok || srv != "github" {
+		t.Errorf("Server = %q %v", srv, ok)
+	}
+	if _, ok := set.Server("github__create_issue"); ok {
+		t.Error("a registry group's tool reported as an MCP tool")
+	}
+	var reasons []string
+	for _, e := range ex {
+		if e.Reason == capability.ServerFailed || e.Reason == capability.SchemaUnusable {
+			reasons = append(reasons, e.String())
+		}
+	}
+	want := `bad: server "github" tool "bad": input schema top level must be type object, got string|(mcp:slow): MCP server "slow" is not connected: initialize timed out after 2s`
+	if strings.Join(reasons, "|") != want {
+		t.Errorf("exclusions %q", reasons)
+	}
+	if res := set.Call(context.Background(), &tool.Call{Name: "github__list_issues"}); res.AllText() != "github__list_issues ran" {
+		t.Errorf("MCP tool call: %q", res.AllText())
+	}
+	_, _, err = capability.Resolve(testRegistry(), capability.RunSpec{ToolKeys: []string{},
+		MCP: []capability.MCPServer{{Name: "a", Connected: true, Tools: []*tool.Tool{mk("x__y")}},
+			{Name: "b", Connected: true, Tools: []*tool.Tool{mk("x__y")}}}})
+	if err == nil {
+		t.Error("two servers offering one name must be an error, never a silent overwrite")
 	}
 }

@@ -21,10 +21,37 @@ type Config struct {
 	Sandbox Sandbox `json:"sandbox"`
 	// Limits are the bounds of the built-in tools.
 	Limits Limits `json:"limits"`
+	// DataDir is where aibuddy keeps what it writes for itself (full command
+	// output, later the call records); relative paths are relative to the
+	// settings file's folder. Default: $AIBUDDY_DATA_DIR, else the user's
+	// cache folder + "/aibuddy" (os.UserCacheDir).
+	DataDir string `json:"dataDir,omitempty"`
+	// Skills are folders of Agent Skills (one sub-folder per skill with a
+	// SKILL.md); relative paths are relative to the settings file's folder.
+	Skills []string `json:"skills,omitempty"`
+	// Discovery holds the count gates and tool_search bounds.
+	Discovery Discovery `json:"discovery"`
+	// MCP holds the client side's timeouts for the servers in MCPServers.
+	MCP MCP `json:"mcp"`
 	// MCPServers is kept verbatim in the Claude Desktop format
 	// ({"name": {"command": ..., "args": [...], "env": {...}} or
 	// {"url": ..., "type": "http"|"sse", "headers": {...}}}).
 	MCPServers map[string]json.RawMessage `json:"mcpServers,omitempty"`
+}
+
+// Discovery configures which MCP tools are deferred (seed: "MCP currently
+// uses two count gates") and tool_search. Zero means the default given.
+type Discovery struct {
+	PerServer     int `json:"perServer,omitempty"`     // a server with more tools than this has them deferred; default 10
+	Total         int `json:"total,omitempty"`         // more MCP tools than this in all defers every MCP tool; default 30
+	SearchResults int `json:"searchResults,omitempty"` // tool_search candidates without max_results; default 5
+	SearchMax     int `json:"searchMax,omitempty"`     // largest max_results; default 10
+}
+
+// MCP configures connections to MCP servers. Zero means the default given.
+type MCP struct {
+	InitTimeout Duration `json:"initTimeout,omitempty"` // connect + initialize + tools/list per server; default 30 s
+	CallTimeout Duration `json:"callTimeout,omitempty"` // one tools/call; default none beyond the caller's
 }
 
 // Sandbox selects the sandbox adapter.
@@ -171,6 +198,9 @@ func (c *Config) validate() error {
 		"limits.searchTimeout": int64(l.SearchTimeout), "limits.execDefaultTimeout": int64(l.ExecDefaultTimeout),
 		"limits.execMaxTimeout": int64(l.ExecMaxTimeout), "limits.execGrace": int64(l.ExecGrace),
 		"limits.execHeartbeat": int64(l.ExecHeartbeat), "limits.execMaxOutputChars": int64(l.ExecMaxOutputChars),
+		"discovery.perServer": int64(c.Discovery.PerServer), "discovery.total": int64(c.Discovery.Total),
+		"discovery.searchResults": int64(c.Discovery.SearchResults), "discovery.searchMax": int64(c.Discovery.SearchMax),
+		"mcp.initTimeout": int64(c.MCP.InitTimeout), "mcp.callTimeout": int64(c.MCP.CallTimeout),
 	}
 	var bad []string
 	for k, v := range ints {

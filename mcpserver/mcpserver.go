@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/aibuddy/aibuddy/capability"
+	"github.com/aibuddy/aibuddy/discovery"
 	"github.com/aibuddy/aibuddy/tool"
 )
 
@@ -36,6 +39,9 @@ type Options struct {
 	// notifications carrying output (heartbeats always go out). Default
 	// 250 ms.
 	ProgressInterval time.Duration
+	// Discovery sets the count gates and tool_search bounds; nil means the
+	// seed's defaults (10 tools per server, 30 in all).
+	Discovery *discovery.Options
 }
 
 // Meta keys aibuddy sets on a CallToolResult's _meta.
@@ -45,8 +51,38 @@ const (
 	MetaToolCallID = "aibuddy/toolCallId" // the minted toolCallId
 )
 
-// New returns an MCP server whose tools are the tools of set.
+// New returns an MCP server whose tools are the active tools of a fresh
+// run over set: New(set, opts) is NewGateway(set, opts).Server().
 func New(set *capability.Set, opts *Options) *mcp.Server {
+	return NewGateway(set, opts).Server()
+}
+
+// Gateway serves one run of a tool set to MCP clients, narrowed as the seed
+// says ("The catalog narrows progressively into the active tool set"):
+// tools/list holds the built-in tools and the MCP tools the count gates
+// leave direct, plus tool_search when anything is deferred; a tool_search
+// call activates its candidates for the rest of the run, they are added to
+// the server's list, and the SDK sends notifications/tools/list_changed.
+// For hosts that never refresh their list, call_tool calls any active tool
+// by name. A call to a tool that is not active is never executed: it is a
+// Discovery-stage error telling the model to use tool_search.
+type Gateway struct {
+	srv  *mcp.Server
+	opts Options
+
+	mu        sync.Mutex
+	set       *capability.Set
+	run       *discovery.Run
+	listed    map[string]bool // tool names on the server's list
+	activated []string        // names tool_search activated, kept across Update
+}
+
+// CallToolName is the gateway's proxy tool for hosts that never refresh
+// their tool list.
+const CallToolName = "call_tool"
+
+// NewGateway builds the server and the run.
+func NewGateway(set *capability.Set, opts *Options) *Gateway {
 	var o Options
 	if opts != nil {
 		o = *opts
@@ -69,12 +105,129 @@ func New(set *capability.Set, opts *Options) *mcp.Server {
 	if o.ProgressInterval == 0 {
 		o.ProgressInterval = 250 * time.Millisecond
 	}
-	srv := mcp.NewServer(&mcp.Implementation{Name: o.Name, Version: o.Version},
-		&mcp.ServerOptions{Instructions: o.Instructions, Logger: o.Logger})
-	for _, t := range set.Tools() {
-		srv.AddTool(describe(t), handler(set, t.Name(), &o))
+	g := &Gateway{opts: o, listed: map[string]bool{}}
+	g.srv = mcp.NewServer(&mcp.Implementation{Name: o.Name, Version: o.Version},
+		&mcp.ServerOptions{Instructions: o.Instructions, Logger: o.Logger,
+			Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}}})
+	g.Update(set)
+	return g
+}
+
+// Server is the MCP server to run over a transport.
+func (g *Gateway) Server() *mcp.Server { return g.srv }
+
+// Run is the gateway's current discovery run.
+func (g *Gateway) Run() *discovery.Run {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.run
+}
+
+// Update replaces the tool set (after an MCP server's tools changed): the
+// gates are re-evaluated over the new set, tools activated so far stay
+// active when they still exist, and the server's list is brought in line
+// (tools added or removed, with one list_changed notification each).
+func (g *Gateway) Update(set *capability.Set) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.set = set
+	cat := discovery.NewCatalogWith(discovery.EntriesOf(set), g.opts.Discovery)
+	run := cat.NewRun()
+	run.Activate(g.activated...)
+	run.OnActivate(func(names []string) { g.onActivate(run, names) })
+	g.run = run
+	g.syncLocked()
+}
+
+func (g *Gateway) onActivate(run *discovery.Run, names []string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if run != g.run {
+		return
 	}
-	return srv
+	for _, n := range names {
+		if !slices.Contains(g.activated, n) {
+			g.activated = append(g.activated, n)
+		}
+	}
+	g.syncLocked()
+}
+
+// syncLocked makes the server's list equal to the run's active tools (plus
+// call_tool when anything is deferred).
+func (g *Gateway) syncLocked() {
+	want := map[string]*tool.Tool{}
+	for _, t := range g.run.Active() {
+		want[t.Name()] = t
+	}
+	if _, ok := want[discovery.ToolSearchName]; ok {
+		want[CallToolName] = g.callTool()
+	}
+	var gone []string
+	for n := range g.listed {
+		if want[n] == nil {
+			gone = append(gone, n)
+			delete(g.listed, n)
+		}
+	}
+	if len(gone) > 0 {
+		sort.Strings(gone)
+		g.srv.RemoveTools(gone...)
+	}
+	for _, t := range g.run.Active() {
+		if !g.listed[t.Name()] {
+			g.srv.AddTool(describe(t), g.handler(t.Name()))
+			g.listed[t.Name()] = true
+		}
+	}
+	if t := want[CallToolName]; t != nil && !g.listed[CallToolName] {
+		g.srv.AddTool(describe(t), g.handler(CallToolName))
+		g.listed[CallToolName] = true
+	}
+}
+
+// dispatch runs a call through the current run (which answers tool_search
+// itself and refuses inactive tools) and the set.
+func (g *Gateway) dispatch(ctx context.Context, call *tool.Call) *tool.Result {
+	g.mu.Lock()
+	run, set := g.run, g.set
+	g.mu.Unlock()
+	if call.Name == CallToolName {
+		return g.callTool().Call(ctx, call)
+	}
+	return run.Dispatch(ctx, call, set.Call)
+}
+
+const callToolSchema = `{"type":"object","properties":{
+  "name":{"type":"string","minLength":1,"description":"Name of an active tool (one listed, or one tool_search returned)."},
+  "arguments":{"type":"object","description":"The tool's arguments, matching its input schema."}},
+ "required":["name"],"additionalProperties":false}`
+
+// callTool is the proxy that calls an active tool by name.
+func (g *Gateway) callTool() *tool.Tool {
+	return tool.MustDefine(tool.Spec{
+		Name: CallToolName,
+		Description: "Call a tool by name with its arguments. Use it for a tool that tool_search returned " +
+			"when that tool does not appear in your tool list yet.",
+		InputSchema: json.RawMessage(callToolSchema),
+		Handler: func(ctx context.Context, c *tool.Call) (*tool.Result, error) {
+			in, err := tool.Decode[struct {
+				Name      string          `json:"name"`
+				Arguments json.RawMessage `json:"arguments"`
+			}](c)
+			if err != nil {
+				return nil, err
+			}
+			if in.Name == CallToolName {
+				return nil, tool.Errorf(tool.Parameters, "call_tool cannot call itself")
+			}
+			inner := &tool.Call{ID: c.ID, Name: in.Name, Input: in.Arguments, Events: c.Events}
+			g.mu.Lock()
+			run, set := g.run, g.set
+			g.mu.Unlock()
+			return run.Dispatch(ctx, inner, set.Call), nil
+		},
+	})
 }
 
 func describe(t *tool.Tool) *mcp.Tool {
@@ -87,15 +240,15 @@ func describe(t *tool.Tool) *mcp.Tool {
 	return mt
 }
 
-func handler(set *capability.Set, name string, o *Options) mcp.ToolHandler {
+func (g *Gateway) handler(name string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		call := &tool.Call{ID: o.NewCallID(), Name: name, Input: req.Params.Arguments}
+		call := &tool.Call{ID: g.opts.NewCallID(), Name: name, Input: req.Params.Arguments}
 		var p *progress
 		if token := req.Params.GetProgressToken(); token != nil && req.Session != nil {
-			p = &progress{ctx: ctx, session: req.Session, token: token, interval: o.ProgressInterval}
+			p = &progress{ctx: ctx, session: req.Session, token: token, interval: g.opts.ProgressInterval}
 			call.Events = p.send
 		}
-		res := set.Call(ctx, call)
+		res := g.dispatch(ctx, call)
 		if p != nil {
 			p.flush()
 		}

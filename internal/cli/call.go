@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/aibuddy/aibuddy/discovery"
 	"github.com/aibuddy/aibuddy/tool"
 )
 
@@ -41,7 +42,7 @@ failure's stage is printed with the error.`,
 					input = []byte(args[1])
 				}
 			}
-			r, err := c.resolve(o)
+			r, err := c.resolve(cmd.Context(), o)
 			if err != nil {
 				return err
 			}
@@ -55,7 +56,14 @@ failure's stage is printed with the error.`,
 					}
 				}
 			}
-			res := r.set.Call(cmd.Context(), call)
+			// One call is one run. Naming a tool on the command line is a
+			// person's explicit choice, like tool_search's select:, so a
+			// deferred tool is activated for it; a name outside the set is
+			// still a Discovery-stage error.
+			cat := discovery.NewCatalogWith(discovery.EntriesOf(r.set), r.discovery)
+			dr := cat.NewRun()
+			dr.Activate(call.Name)
+			res := dr.Dispatch(cmd.Context(), call, r.set.Call)
 			if asJSON {
 				if err := writeResultJSON(cmd.OutOrStdout(), call, res); err != nil {
 					return &exitError{code: ExitFailure, err: err}

@@ -15,10 +15,13 @@ import (
 	"github.com/aibuddy/aibuddy/capability"
 	"github.com/aibuddy/aibuddy/config"
 	"github.com/aibuddy/aibuddy/coretools"
+	"github.com/aibuddy/aibuddy/discovery"
+	"github.com/aibuddy/aibuddy/mcpclient"
 	"github.com/aibuddy/aibuddy/registry"
 	"github.com/aibuddy/aibuddy/sandbox"
 	"github.com/aibuddy/aibuddy/sandbox/localsandbox"
 	"github.com/aibuddy/aibuddy/sandbox/sandboxes"
+	"github.com/aibuddy/aibuddy/skills"
 )
 
 // Exit codes.
@@ -50,9 +53,9 @@ func usageErr(format string, args ...any) error {
 type Options struct {
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
-	// Registry builds the start-up registry from the settings; default
-	// BuiltinRegistry.
-	Registry func(cfg *config.Config, dataDir string) *registry.Registry
+	// Registry builds the start-up registry from the settings, the data
+	// folder and the skills catalogue; default BuiltinRegistry.
+	Registry func(cfg *config.Config, dataDir string, cat *skills.Catalog) *registry.Registry
 	// Services are injected into every run (capability services).
 	Services map[string]any
 }
@@ -95,12 +98,14 @@ func Main(ctx context.Context, args []string, o Options) int {
 type common struct {
 	workspace string
 	config    string
+	dataDir   string
 	verbose   bool
 }
 
 func (c *common) register(cmd *cobra.Command) {
 	cmd.Flags().StringVarP(&c.workspace, "workspace", "w", "", "workspace folder the tools act in (default: the settings' sandbox.workspace, else the current folder)")
 	cmd.Flags().StringVarP(&c.config, "config", "c", "", "settings file (JSON; default: $AIBUDDY_CONFIG when set)")
+	cmd.Flags().StringVar(&c.dataDir, "data-dir", "", "where aibuddy keeps full command output (default: settings' dataDir, $AIBUDDY_DATA_DIR, else the user cache folder)")
 	cmd.Flags().BoolVarP(&c.verbose, "verbose", "v", false, "log activity to stderr")
 }
 
@@ -122,23 +127,31 @@ runs single tool calls, and explains the effective tool set of a run.`,
 type run struct {
 	cfg        *config.Config
 	workspace  string
+	dataDir    string
 	sandbox    sandbox.Sandbox
 	registry   *registry.Registry
+	mcp        *mcpclient.Manager // nil without MCP servers
+	skills     *skills.Catalog
 	set        *capability.Set
 	exclusions []capability.Exclusion
 	logger     *slog.Logger
 	spec       capability.RunSpec
+	discovery  *discovery.Options
 }
 
 func (r *run) close() {
+	if r.mcp != nil {
+		_ = r.mcp.Close()
+	}
 	if r.sandbox != nil {
 		_ = r.sandbox.Close()
 	}
 }
 
-// resolve sets up a run: settings, workspace, sandbox, registry check and
-// the effective tool set. Errors are exitErrors with ExitUsage.
-func (c *common) resolve(o *Options) (*run, error) {
+// resolve sets up a run: settings, workspace, sandbox, skills, registry
+// check, MCP connections and the effective tool set. Errors are exitErrors
+// with ExitUsage.
+func (c *common) resolve(ctx context.Context, o *Options) (*run, error) {
 	r := &run{cfg: &config.Config{}}
 	logLevel := slog.LevelWarn
 	if c.verbose {
@@ -161,10 +174,7 @@ func (c *common) resolve(o *Options) (*run, error) {
 	}
 	ws := c.workspace
 	if ws == "" && r.cfg.Sandbox.Workspace != "" {
-		ws = r.cfg.Sandbox.Workspace
-		if !filepath.IsAbs(ws) {
-			ws = filepath.Join(cfgDir, ws)
-		}
+		ws = relativeTo(cfgDir, r.cfg.Sandbox.Workspace)
 	}
 	if ws == "" {
 		wd, err := os.Getwd()
@@ -180,13 +190,41 @@ func (c *common) resolve(o *Options) (*run, error) {
 		return nil, usageErr("%v", err)
 	}
 	r.sandbox = sb
+	r.dataDir = dataDir(c.dataDir, r.cfg.DataDir, cfgDir)
 
-	r.registry = o.Registry(r.cfg, "")
+	var dirs []string
+	for _, d := range r.cfg.Skills {
+		dirs = append(dirs, relativeTo(cfgDir, d))
+	}
+	cat, problems := skills.Load(dirs)
+	for _, p := range problems {
+		fmt.Fprintf(o.Stderr, "aibuddy: skill not loaded: %s\n", p)
+	}
+	r.skills = cat
+
+	r.registry = o.Registry(r.cfg, r.dataDir, cat)
 	if err := r.registry.AssertConsistent(); err != nil {
 		r.close()
 		return nil, usageErr("refusing to start: %v", err)
 	}
+	d := r.cfg.Discovery
+	r.discovery = &discovery.Options{Gates: discovery.Gates{PerServer: d.PerServer, Total: d.Total},
+		DefaultResults: d.SearchResults, MaxResults: d.SearchMax}
 	r.spec = capability.RunSpec{ToolKeys: r.cfg.ToolKeys, Services: o.Services, Sandbox: sb}
+	if cat.Len() > 0 {
+		r.spec.Prerequisites = append(r.spec.Prerequisites, skills.Prerequisite)
+	}
+
+	servers, err := mcpclient.ParseServers(r.cfg.MCPServers)
+	if err != nil {
+		r.close()
+		return nil, usageErr("settings: %v", err)
+	}
+	if len(servers) > 0 {
+		r.mcp = mcpclient.Connect(ctx, servers, &mcpclient.Options{
+			InitTimeout: r.cfg.MCP.InitTimeout.D(), CallTimeout: r.cfg.MCP.CallTimeout.D(),
+			Logger: r.logger, ClientName: "aibuddy", ClientVersion: Version})
+	}
 	if err := r.resolveSet(); err != nil {
 		r.close()
 		return nil, &exitError{code: ExitFailure, err: err}
@@ -194,9 +232,28 @@ func (c *common) resolve(o *Options) (*run, error) {
 	return r, nil
 }
 
-// resolveSet computes a fresh effective tool set (fresh per-run state).
+// resolveSet computes a fresh effective tool set (fresh per-run state)
+// from the registry and the MCP servers as they are now.
 func (r *run) resolveSet() error {
-	set, ex, err := capability.Resolve(r.registry, r.spec)
+	spec := r.spec
+	if r.mcp != nil {
+		tools := r.mcp.Tools()
+		for _, st := range r.mcp.Servers() {
+			m := capability.MCPServer{Name: st.Name, Connected: st.State == mcpclient.StateConnected,
+				Tools: tools[st.Name]}
+			if !m.Connected {
+				m.Error = string(st.State)
+				if st.Error != "" {
+					m.Error += ": " + st.Error
+				}
+			}
+			for _, q := range st.Quarantined {
+				m.Quarantined = append(m.Quarantined, capability.Quarantined{Tool: q.Tool, Reason: q.Reason})
+			}
+			spec.MCP = append(spec.MCP, m)
+		}
+	}
+	set, ex, err := capability.Resolve(r.registry, spec)
 	if err != nil {
 		return err
 	}
@@ -204,13 +261,42 @@ func (r *run) resolveSet() error {
 	return nil
 }
 
+// dataDir picks the data folder: the flag, the settings, $AIBUDDY_DATA_DIR,
+// else the user cache folder.
+func dataDir(flag, setting, cfgDir string) string {
+	switch {
+	case flag != "":
+		return flag
+	case setting != "":
+		return relativeTo(cfgDir, setting)
+	case os.Getenv("AIBUDDY_DATA_DIR") != "":
+		return os.Getenv("AIBUDDY_DATA_DIR")
+	}
+	if dir, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(dir, "aibuddy")
+	}
+	return filepath.Join(os.TempDir(), "aibuddy")
+}
+
+func relativeTo(base, p string) string {
+	if p == "" || filepath.IsAbs(p) || base == "" {
+		return p
+	}
+	return filepath.Join(base, p)
+}
+
 // BuiltinRegistry is the start-up registry of the aibuddy program: the
-// filesystem and execute groups bounded by cfg's limits, and the
-// interaction group (ask_user_question, present only where a user_input
-// service is injected).
-func BuiltinRegistry(cfg *config.Config, dataDir string) *registry.Registry {
-	fs, ex := ToolOptions(cfg, dataDir)
-	groups := append(coretools.Groups(fs, ex), approval.Group())
-	metas := append(append([]registry.Meta(nil), coretools.Metas...), approval.Meta)
+// filesystem and execute groups bounded by cfg's limits (execute keeps full
+// output under dataDir/outputs), the interaction group (ask_user_question,
+// present only where a user_input service is injected) and the skills group
+// (view_skill, present only when cat holds a skill).
+func BuiltinRegistry(cfg *config.Config, dataDir string, cat *skills.Catalog) *registry.Registry {
+	outputs := ""
+	if dataDir != "" {
+		outputs = filepath.Join(dataDir, "outputs")
+	}
+	fs, ex := ToolOptions(cfg, outputs)
+	groups := append(coretools.Groups(fs, ex), approval.Group(), skills.Group(cat))
+	metas := append(append([]registry.Meta(nil), coretools.Metas...), approval.Meta, skills.Meta)
 	return registry.New(groups, metas, nil)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/aibuddy/aibuddy/config"
 	"github.com/aibuddy/aibuddy/internal/cli"
 	"github.com/aibuddy/aibuddy/registry"
+	"github.com/aibuddy/aibuddy/skills"
 	"github.com/aibuddy/aibuddy/tool"
 )
 
@@ -67,7 +68,7 @@ func TestToolsShowsMissingServiceExclusion(t *testing.T) {
 }
 
 func TestInconsistentRegistryRefusesToStart(t *testing.T) {
-	broken := func(*config.Config, string) *registry.Registry {
+	broken := func(*config.Config, string, *skills.Catalog) *registry.Registry {
 		noop := func(registry.Env) ([]*tool.Tool, error) { return nil, nil }
 		return registry.New([]registry.Group{
 			{Key: "filesystem", Names: []string{"ls", "read_file"}, Build: noop},

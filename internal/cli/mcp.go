@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -22,28 +23,40 @@ func newMCP(o *Options) *cobra.Command {
 		Short: "Serve the effective tool set as an MCP server (stdio by default)",
 		Long: `Serve the run's effective tool set to an MCP host.
 
+The built-in tools are listed directly. MCP servers from the settings'
+"mcpServers" are connected and their tools listed directly or deferred by the
+count gates; deferred tools are found with tool_search, which activates them
+(the host is told with notifications/tools/list_changed; call_tool reaches an
+activated tool for hosts that never refresh their list).
+
 Over stdio (the default) stdout carries protocol frames only; logs go to
 stderr. With --http ADDR it serves streamable HTTP at http://ADDR/mcp, one
 fresh run (tool state) per MCP session.`,
 		Example: `  aibuddy mcp --workspace ~/src/project
+  aibuddy mcp --config aibuddy.json
   aibuddy mcp --http 127.0.0.1:8765`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			r, err := c.resolve(o)
+			ctx := cmd.Context()
+			r, err := c.resolve(ctx, o)
 			if err != nil {
 				return err
 			}
 			defer r.close()
-			opts := &mcpserver.Options{Version: Version, Logger: r.logger}
-			ctx := cmd.Context()
+			opts := &mcpserver.Options{Version: Version, Logger: r.logger, Discovery: r.discovery}
+			gw := &gateways{r: r, opts: opts}
+			if r.mcp != nil {
+				cancel := r.mcp.Subscribe(gw.refresh)
+				defer cancel()
+			}
 			if httpAddr == "" {
-				srv := mcpserver.New(r.set, opts)
+				srv := gw.add().Server()
 				if err := srv.Run(ctx, &mcp.StdioTransport{}); err != nil && !errors.Is(err, context.Canceled) {
 					return &exitError{code: ExitFailure, err: fmt.Errorf("mcp over stdio: %w", err)}
 				}
 				return nil
 			}
-			return serveHTTP(ctx, cmd, r, httpAddr, opts)
+			return serveHTTP(ctx, cmd, r, httpAddr, gw)
 		},
 	}
 	c.register(cmd)
@@ -51,14 +64,45 @@ fresh run (tool state) per MCP session.`,
 	return cmd
 }
 
-func serveHTTP(ctx context.Context, cmd *cobra.Command, r *run, addr string, opts *mcpserver.Options) error {
-	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server {
-		// A new MCP session gets a fresh run: fresh per-run tool state.
-		if err := r.resolveSet(); err != nil {
-			r.logger.Error("resolving the tool set for a new session", "err", err)
-			return nil
+// gateways are the live MCP gateways of this process (one per session),
+// refreshed together when an upstream MCP server's tools change.
+type gateways struct {
+	r    *run
+	opts *mcpserver.Options
+	mu   sync.Mutex
+	all  []*mcpserver.Gateway
+}
+
+// add resolves a fresh run (fresh per-run tool state) and serves it.
+func (g *gateways) add() *mcpserver.Gateway {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if err := g.r.resolveSet(); err != nil {
+		g.r.logger.Error("resolving the tool set", "err", err)
+	}
+	gw := mcpserver.NewGateway(g.r.set, g.opts)
+	g.all = append(g.all, gw)
+	return gw
+}
+
+// refresh re-resolves the tool set after an upstream change and updates
+// every gateway (the gates are re-evaluated; activations are kept).
+func (g *gateways) refresh() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, gw := range g.all {
+		// Each gateway gets its own fresh set: per-run tool state.
+		if err := g.r.resolveSet(); err != nil {
+			g.r.logger.Error("resolving the tool set after an MCP server changed", "err", err)
+			return
 		}
-		return mcpserver.New(r.set, opts)
+		gw.Update(g.r.set)
+	}
+}
+
+func serveHTTP(ctx context.Context, cmd *cobra.Command, r *run, addr string, gw *gateways) error {
+	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server {
+		return gw.add().Server()
 	}, &mcp.StreamableHTTPOptions{Logger: r.logger})
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", handler)

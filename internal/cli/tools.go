@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/aibuddy/aibuddy/capability"
+	"github.com/aibuddy/aibuddy/discovery"
 )
 
 func newTools(o *Options) *cobra.Command {
@@ -19,7 +20,7 @@ func newTools(o *Options) *cobra.Command {
 		Short: "Show the effective tool set of a run and why each other tool is excluded",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			r, err := c.resolve(o)
+			r, err := c.resolve(cmd.Context(), o)
 			if err != nil {
 				return err
 			}
@@ -38,23 +39,65 @@ func newTools(o *Options) *cobra.Command {
 type toolJSON struct {
 	Name        string          `json:"name"`
 	Group       string          `json:"group"`
+	Server      string          `json:"server,omitempty"`
+	Exposure    string          `json:"exposure"` // "direct" or "deferred"
+	Gate        string          `json:"gate"`     // which rule decided the exposure
 	Description string          `json:"description"`
 	InputSchema json.RawMessage `json:"inputSchema"`
 }
 
+type serverJSON struct {
+	Name    string `json:"name"`
+	State   string `json:"state"`
+	Summary string `json:"summary"`
+	Error   string `json:"error,omitempty"`
+}
+
+// decisions maps each tool of the set to its exposure decision.
+func decisions(r *run) map[string]discovery.Decision {
+	out := map[string]discovery.Decision{}
+	for _, d := range discovery.NewCatalogWith(discovery.EntriesOf(r.set), r.discovery).Decisions() {
+		out[d.Tool] = d
+	}
+	return out
+}
+
+func groupOf(r *run, name string) string {
+	if srv, ok := r.set.Server(name); ok {
+		return "mcp:" + srv
+	}
+	g, _ := r.set.GroupOf(name)
+	return g.Key
+}
+
+func servers(r *run) []serverJSON {
+	out := []serverJSON{}
+	if r.mcp == nil {
+		return out
+	}
+	for _, st := range r.mcp.Servers() {
+		out = append(out, serverJSON{Name: st.Name, State: string(st.State), Summary: st.Summary(), Error: st.Error})
+	}
+	return out
+}
+
 func writeToolsJSON(cmd *cobra.Command, r *run) error {
 	out := struct {
-		Workspace string                 `json:"workspace"`
-		Sandbox   string                 `json:"sandbox"`
-		Tools     []toolJSON             `json:"tools"`
-		Excluded  []capability.Exclusion `json:"excluded"`
-	}{Workspace: r.sandbox.Workspace(), Sandbox: string(r.sandbox.Kind()), Tools: []toolJSON{}, Excluded: r.exclusions}
+		Workspace  string                 `json:"workspace"`
+		Sandbox    string                 `json:"sandbox"`
+		MCPServers []serverJSON           `json:"mcpServers"`
+		Tools      []toolJSON             `json:"tools"`
+		Excluded   []capability.Exclusion `json:"excluded"`
+	}{Workspace: r.sandbox.Workspace(), Sandbox: string(r.sandbox.Kind()), MCPServers: servers(r), Tools: []toolJSON{}, Excluded: r.exclusions}
 	if out.Excluded == nil {
 		out.Excluded = []capability.Exclusion{}
 	}
+	dec := decisions(r)
 	for _, t := range r.set.Tools() {
-		g, _ := r.set.GroupOf(t.Name())
-		out.Tools = append(out.Tools, toolJSON{Name: t.Name(), Group: g.Key, Description: t.Description(), InputSchema: t.InputSchema()})
+		d := dec[t.Name()]
+		srv, _ := r.set.Server(t.Name())
+		out.Tools = append(out.Tools, toolJSON{Name: t.Name(), Group: groupOf(r, t.Name()), Server: srv,
+			Exposure: string(d.Exposure), Gate: d.Gate, Description: t.Description(), InputSchema: t.InputSchema()})
 	}
 	enc := json.NewEncoder(cmd.OutOrStdout())
 	enc.SetIndent("", "  ")
@@ -64,12 +107,22 @@ func writeToolsJSON(cmd *cobra.Command, r *run) error {
 func writeToolsText(cmd *cobra.Command, r *run) error {
 	w := cmd.OutOrStdout()
 	fmt.Fprintf(w, "Workspace: %s (%s sandbox)\n\n", r.sandbox.Workspace(), r.sandbox.Kind())
+	if sv := servers(r); len(sv) > 0 {
+		fmt.Fprintf(w, "MCP servers (%d):\n", len(sv))
+		tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+		for _, s := range sv {
+			fmt.Fprintf(tw, "  %s\t%s\n", s.Name, s.Summary)
+		}
+		tw.Flush()
+		fmt.Fprintln(w)
+	}
 	tools := r.set.Tools()
+	dec := decisions(r)
 	fmt.Fprintf(w, "Tools (%d):\n", len(tools))
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	for _, t := range tools {
-		g, _ := r.set.GroupOf(t.Name())
-		fmt.Fprintf(tw, "  %s\t%s\t%s\n", t.Name(), g.Key, firstLine(t.Description(), 80))
+		d := dec[t.Name()]
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", t.Name(), groupOf(r, t.Name()), d.Exposure, d.Gate, firstLine(t.Description(), 60))
 	}
 	tw.Flush()
 	if len(r.exclusions) > 0 {

@@ -1,0 +1,215 @@
+package main_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// npmServer returns the command of a reference MCP server installed by
+// `npm ci` (scripts/test).
+func npmServer(t *testing.T, bin string) string {
+	t.Helper()
+	p := filepath.Join(repoRoot(t), "node_modules", ".bin", bin)
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("%s not installed (%v): run `bash scripts/test`, which runs npm ci", bin, err)
+	}
+	return p
+}
+
+// settings writes an aibuddy settings file naming the given reference
+// servers (memory, everything, filesystem) and returns its path.
+func settings(t *testing.T, ws string, names []string, extra map[string]any) string {
+	t.Helper()
+	servers := map[string]any{}
+	for _, n := range names {
+		switch n {
+		case "memory":
+			servers[n] = map[string]any{"command": npmServer(t, "mcp-server-memory"),
+				"env": map[string]string{"MEMORY_FILE_PATH": filepath.Join(t.TempDir(), "memory.jsonl")}}
+		case "everything":
+			servers[n] = map[string]any{"command": npmServer(t, "mcp-server-everything")}
+		case "filesystem":
+			servers[n] = map[string]any{"command": npmServer(t, "mcp-server-filesystem"), "args": []string{ws}}
+		case "hang":
+			servers[n] = map[string]any{"command": "sh", "args": []string{"-c", "sleep 3600"}}
+		}
+	}
+	doc := map[string]any{"mcpServers": servers, "mcp": map[string]any{"initTimeout": "20s"}}
+	for k, v := range extra {
+		doc[k] = v
+	}
+	b, _ := json.Marshal(doc)
+	p := filepath.Join(t.TempDir(), "aibuddy.json")
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+type toolsDoc struct {
+	MCPServers []struct{ Name, State, Summary, Error string }
+	Tools      []struct{ Name, Group, Server, Exposure, Gate string }
+	Excluded   []struct{ Tool, Group, Reason, Detail string }
+}
+
+func toolsJSON(t *testing.T, cfg, ws string) toolsDoc {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, bin, "tools", "--json", "--config", cfg, "--workspace", ws).Output()
+	if err != nil {
+		t.Fatalf("aibuddy tools: %v %s", err, out)
+	}
+	var doc toolsDoc
+	if err := json.Unmarshal(out, &doc); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	return doc
+}
+
+// exposures counts tools per server and exposure: "memory/direct" -> 9.
+func exposures(doc toolsDoc) map[string]int {
+	m := map[string]int{}
+	for _, tl := range doc.Tools {
+		srv := tl.Server
+		if srv == "" {
+			srv = "core"
+		}
+		m[srv+"/"+tl.Exposure]++
+	}
+	return m
+}
+
+// TestCountGatesWithReferenceServers: the seed's three gate outcomes with
+// real servers from npm (memory 9 tools, everything 13, filesystem 14).
+func TestCountGatesWithReferenceServers(t *testing.T) {
+	ws := t.TempDir()
+	cases := []struct {
+		servers []string
+		want    map[string]int
+	}{
+		{[]string{"memory"}, map[string]int{"core/direct": 7, "memory/direct": 9}},
+		{[]string{"memory", "everything"}, map[string]int{"core/direct": 7, "memory/direct": 9, "everything/deferred": 13}},
+		{[]string{"memory", "everything", "filesystem"}, map[string]int{"core/direct": 7, "memory/deferred": 9,
+			"everything/deferred": 13, "filesystem/deferred": 14}},
+	}
+	for _, c := range cases {
+		doc := toolsJSON(t, settings(t, ws, c.servers, nil), ws)
+		got := exposures(doc)
+		if len(got) != len(c.want) {
+			t.Errorf("%v: exposures %v, want %v", c.servers, got, c.want)
+			continue
+		}
+		for k, v := range c.want {
+			if got[k] != v {
+				t.Errorf("%v: %s = %d, want %d (all: %v)", c.servers, k, got[k], v, got)
+			}
+		}
+		for _, tl := range doc.Tools {
+			if tl.Gate == "" {
+				t.Errorf("%v: %s has no gate explanation", c.servers, tl.Name)
+			}
+		}
+	}
+}
+
+// TestGatewaySearchActivatesThenCalls: through `aibuddy mcp` as a gateway,
+// a deferred tool is refused until tool_search activates it; the host is
+// told with notifications/tools/list_changed and the call then succeeds.
+func TestGatewaySearchActivatesThenCalls(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	ws := t.TempDir()
+	cfg := settings(t, ws, []string{"memory", "everything"}, nil)
+	var changed atomic.Int32
+	cmd := exec.Command(bin, "mcp", "--workspace", ws, "--config", cfg)
+	cmd.Stderr = &testWriter{t: t, prefix: "aibuddy stderr: "}
+	client := mcp.NewClient(&mcp.Implementation{Name: "e2e-gateway", Version: "1"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed.Add(1) }})
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	listed := func() map[string]bool {
+		lt, err := cs.ListTools(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]bool{}
+		for _, tl := range lt.Tools {
+			m[tl.Name] = true
+		}
+		return m
+	}
+	names := listed()
+	for _, want := range []string{"read_file", "execute", "memory__create_entities", "tool_search", "call_tool"} {
+		if !names[want] {
+			t.Errorf("tools/list lacks %s: %v", want, names)
+		}
+	}
+	if names["everything__echo"] {
+		t.Fatal("everything's tools must be deferred (13 > 10)")
+	}
+	res := callTool(t, ctx, cs, "call_tool", map[string]any{"name": "everything__echo", "arguments": map[string]any{"message": "hi"}})
+	if !res.IsError || res.Meta["aibuddy/stage"] != "discovery" || !strings.Contains(text(res), "tool_search") {
+		t.Fatalf("a never-activated tool must be refused at Discovery: %v %q", res.Meta, text(res))
+	}
+	out := mustOK(t, "tool_search", callTool(t, ctx, cs, "tool_search", map[string]any{"query": "echo back the message"}))
+	if !strings.Contains(out, "everything__echo") || !strings.Contains(out, `"message"`) {
+		t.Fatalf("tool_search did not return echo with its schema:\n%s", out)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for changed.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if changed.Load() == 0 {
+		t.Error("no notifications/tools/list_changed after activation")
+	}
+	if !listed()["everything__echo"] {
+		t.Error("tools/list lacks everything__echo after activation")
+	}
+	out = mustOK(t, "everything__echo", callTool(t, ctx, cs, "everything__echo", map[string]any{"message": "hi there"}))
+	if !strings.Contains(out, "hi there") {
+		t.Errorf("echo answered %q", out)
+	}
+	out = mustOK(t, "call_tool", callTool(t, ctx, cs, "call_tool", map[string]any{"name": "everything__echo", "arguments": map[string]any{"message": "via proxy"}}))
+	if !strings.Contains(out, "via proxy") {
+		t.Errorf("call_tool echo answered %q", out)
+	}
+}
+
+// TestHangingServerDoesNotDelayOthers (BH-041): a server that never answers
+// initialize is excluded after the configured timeout with its reason while
+// the others' tools are there.
+func TestHangingServerDoesNotDelayOthers(t *testing.T) {
+	ws := t.TempDir()
+	cfg := settings(t, ws, []string{"memory", "hang"}, map[string]any{"mcp": map[string]any{"initTimeout": "8s"}})
+	start := time.Now()
+	doc := toolsJSON(t, cfg, ws)
+	elapsed := time.Since(start)
+	if exposures(doc)["memory/direct"] != 9 {
+		t.Errorf("memory tools missing: %v", exposures(doc))
+	}
+	found := false
+	for _, e := range doc.Excluded {
+		if e.Group == "mcp:hang" && e.Reason == "mcp_server_failed" && strings.Contains(e.Detail, "initialize") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("hang not excluded with its reason: %+v", doc.Excluded)
+	}
+	if elapsed > 60*time.Second {
+		t.Errorf("tools took %v with an 8 s initialize timeout", elapsed)
+	}
+}
