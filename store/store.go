@@ -1,0 +1,81 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+)
+
+// ErrNotFound: no record has that toolCallId.
+var ErrNotFound = errors.New("store: no such tool call")
+
+// Outcome is how a call ended.
+type Outcome string
+
+// Outcomes.
+const (
+	OutcomeOK        Outcome = "ok"        // the tool returned a result without IsError
+	OutcomeError     Outcome = "error"     // an error result (Stage says where)
+	OutcomeCancelled Outcome = "cancelled" // stopped by the user or the parent run
+	OutcomeRunning   Outcome = "running"   // recorded at start, not finished (or the process died)
+)
+
+// Compaction says what replaced the model form of a result.
+type Compaction string
+
+// Compaction kinds (seed: "A tool can choose structural trimming, model
+// summarization, or drop").
+const (
+	CompactionNone      Compaction = ""
+	CompactionTrim      Compaction = "trim"
+	CompactionSummarize Compaction = "summarize"
+	CompactionDrop      Compaction = "drop"
+)
+
+// Record is the durable record of one tool call.
+type Record struct {
+	ToolCallID string // stable id (provider tool_use id, or minted); primary key
+	TaskID     string // the run (task) the call belongs to
+	Seq        int64  // order of the call within its task, assigned by Put when 0
+	Tool       string // tool name as called
+	Input      json.RawMessage // raw input, exactly as received
+	// Output is the raw result: the JSON of the whole tool result as first
+	// produced (content blocks, isError, stage, evidence), never trimmed.
+	Output json.RawMessage
+	// Model is the model projection: the compact form later model steps
+	// see. Equal to the full text until compaction replaces it.
+	Model      json.RawMessage
+	Stage      string  // failure stage for error results, else ""
+	Outcome    Outcome //
+	StartedAt  time.Time
+	EndedAt    time.Time
+	Compaction Compaction
+	// Pointer is the recovery pointer: where the raw input and output were
+	// offloaded (compacted_outputs/<taskId>/<toolCallId>.json, relative to
+	// the data folder), "" when none.
+	Pointer string
+}
+
+// Store keeps records. Implementations are safe for concurrent use by many
+// goroutines, and their files for concurrent use by two processes.
+type Store interface {
+	// Put inserts a record or replaces the one with the same ToolCallID,
+	// atomically. A zero Seq gets the next number of its task.
+	Put(ctx context.Context, r *Record) error
+	// Get returns the record with toolCallID, or an error wrapping
+	// ErrNotFound.
+	Get(ctx context.Context, toolCallID string) (*Record, error)
+	// ListTask returns a task's records in Seq order.
+	ListTask(ctx context.Context, taskID string) ([]*Record, error)
+	// Tasks returns the task ids that have records, most recent first,
+	// at most limit (0 means all).
+	Tasks(ctx context.Context, limit int) ([]string, error)
+	// ReplaceModel swaps a record's model projection for a compacted one
+	// in one atomic step, only when the new form is smaller in bytes than
+	// the current one; it reports whether it replaced. Errors wrap
+	// ErrNotFound for an unknown id.
+	ReplaceModel(ctx context.Context, toolCallID string, model json.RawMessage, c Compaction, pointer string) (bool, error)
+	// Close releases the store.
+	Close() error
+}
