@@ -1,0 +1,169 @@
+package provider
+
+import (
+	"context"
+	"encoding/json"
+	"iter"
+	"net/url"
+	"strings"
+)
+
+// Role is who wrote a message.
+type Role string
+
+// Roles. Tool results travel in user messages (Anthropic's shape); adapters
+// map them to their own (OpenAI: function_call_output items / tool role).
+const (
+	User      Role = "user"
+	Assistant Role = "assistant"
+)
+
+// BlockType is the type of one block of a message.
+type BlockType string
+
+// Block types.
+const (
+	Text       BlockType = "text"
+	ToolUse    BlockType = "tool_use"    // the model asks for a tool call
+	ToolResult BlockType = "tool_result" // the result of one tool call
+	Image      BlockType = "image"
+	// Opaque holds a provider-specific block that must go back to the
+	// same provider verbatim in later requests (Anthropic server_tool_use
+	// and tool_search_tool_result blocks, OpenAI reasoning or tool search
+	// items); other providers drop it.
+	Opaque BlockType = "opaque"
+)
+
+// Block is one block of a message.
+type Block struct {
+	Type BlockType `json:"type"`
+	Text string    `json:"text,omitempty"` // Text
+
+	ID    string          `json:"id,omitempty"`    // ToolUse: the toolCallId
+	Name  string          `json:"name,omitempty"`  // ToolUse: tool name
+	Input json.RawMessage `json:"input,omitempty"` // ToolUse: raw arguments object
+
+	ToolUseID string  `json:"tool_use_id,omitempty"` // ToolResult: the call it answers
+	IsError   bool    `json:"is_error,omitempty"`    // ToolResult
+	Content   []Block `json:"content,omitempty"`     // ToolResult: Text and Image blocks
+
+	Data     []byte `json:"data,omitempty"`      // Image: raw bytes (not base64)
+	MIMEType string `json:"mime_type,omitempty"` // Image
+
+	Provider string          `json:"provider,omitempty"` // Opaque: "anthropic", "openai"
+	Raw      json.RawMessage `json:"raw,omitempty"`      // Opaque: the provider's block, verbatim
+}
+
+// Message is one turn of the transcript.
+type Message struct {
+	Role   Role    `json:"role"`
+	Blocks []Block `json:"blocks"`
+}
+
+// Tool is a tool offered to the model in one request.
+type Tool struct {
+	Name        string
+	Description string
+	InputSchema json.RawMessage // the tool's full schema; adapters project it (provider/toolschema)
+	// Deferred marks a tool whose schema the provider loads on demand
+	// (native strategy only: Anthropic defer_loading, OpenAI deferred
+	// tools). On the activeTools path no deferred tool is sent.
+	Deferred bool
+}
+
+// Request is one model call.
+type Request struct {
+	Model     string
+	System    string
+	Messages  []Message
+	Tools     []Tool
+	MaxTokens int // output tokens; 0 means the adapter's default
+}
+
+// EventKind names a streamed event.
+type EventKind string
+
+// Stream events.
+const (
+	EventText    EventKind = "text"     // a text delta (Text)
+	EventToolUse EventKind = "tool_use" // a complete tool call (Block)
+	EventDone    EventKind = "done"     // the response ended (StopReason, Usage, Message)
+)
+
+// Usage counts tokens as the provider reports them.
+type Usage struct {
+	InputTokens  int
+	OutputTokens int
+}
+
+// Event is one item of a streamed response.
+type Event struct {
+	Kind       EventKind
+	Text       string
+	Block      *Block
+	StopReason string   // "end_turn", "tool_use", "max_tokens", ... (provider words mapped to Anthropic's)
+	Usage      Usage    //
+	Message    *Message // Done: the whole assistant message, opaque blocks included, for the transcript
+}
+
+// Model is one route to a model API.
+type Model interface {
+	// Strategy is how this route presents deferred tools.
+	Strategy() Strategy
+	// Stream sends req and streams the response. The sequence ends after
+	// EventDone or an error; ranging stops early when ctx is done.
+	Stream(ctx context.Context, req *Request) iter.Seq2[Event, error]
+}
+
+// Strategy is how deferred tools reach the model (seed: "Both strategies
+// consume the same defer decision; only schema presentation differs").
+type Strategy string
+
+// Strategies.
+const (
+	// Native: one stable tools array holding every tool, deferred ones
+	// marked; the provider's own tool search expands them on demand.
+	Native Strategy = "native"
+	// ActiveTools: the tools array holds the core tools plus what
+	// aibuddy's tool_search activated; deferred tools are not sent.
+	ActiveTools Strategy = "active_tools"
+)
+
+// Route describes where a model call goes.
+type Route struct {
+	Provider string // "anthropic", "openai" (Responses API), "openai-chat" (chat completions compatible)
+	Model    string // e.g. "claude-sonnet-4-5", "gpt-5", "llama3"
+	BaseURL  string // "" means the provider's official endpoint
+	// BYOK: the user's own key against the provider (not a platform
+	// gateway that holds the key).
+	BYOK bool
+}
+
+// ChooseStrategy is the one place where a route picks its deferral
+// strategy (seed: "Genuine Anthropic routes with native tool search and
+// OpenAI BYOK routes using the Responses API can keep a stable tool array
+// ... Haiku, the platform OpenAI gateway, third-party compatibility
+// endpoints, and other models use aibuddy's activeTools path").
+func ChooseStrategy(r Route) Strategy {
+	model := strings.ToLower(r.Model)
+	switch r.Provider {
+	case "anthropic":
+		if official(r.BaseURL, "api.anthropic.com") && !strings.Contains(model, "haiku") {
+			return Native
+		}
+	case "openai":
+		if r.BYOK && official(r.BaseURL, "api.openai.com") {
+			return Native
+		}
+	}
+	return ActiveTools
+}
+
+// official reports whether base is empty or names host over https.
+func official(base, host string) bool {
+	if base == "" {
+		return true
+	}
+	u, err := url.Parse(base)
+	return err == nil && u.Scheme == "https" && strings.EqualFold(u.Hostname(), host)
+}
