@@ -12,7 +12,7 @@ import (
 )
 
 func TestParseServers(t *testing.T) {
-	env := map[string]string{"HOME": "/home/u", "TOKEN": "t0k", "EMPTY": ""}
+	env := map[string]string{"HOME": "/srv/u", "TOKEN": "t0k", "EMPTY": ""}
 	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
 	raw := map[string]json.RawMessage{
 		// Claude Desktop stdio entry.
@@ -33,8 +33,8 @@ func TestParseServers(t *testing.T) {
 	want := []mcpclient.ServerConfig{
 		{Name: "cline", Type: "stdio", Command: "uvx", Args: []string{"mcp-server-git"}, Disabled: true},
 		{Name: "cursor", Type: "http", URL: "https://example.com/mcp"},
-		{Name: "files", Type: "stdio", Command: "npx", Args: []string{"-y", "@modelcontextprotocol/server-filesystem", "/home/u/docs"},
-			Env: map[string]string{"DEBUG": "0", "KEY": "t0k"}, Cwd: "/home/u"},
+		{Name: "files", Type: "stdio", Command: "npx", Args: []string{"-y", "@modelcontextprotocol/server-filesystem", "/srv/u/docs"},
+			Env: map[string]string{"DEBUG": "0", "KEY": "t0k"}, Cwd: "/srv/u"},
 		{Name: "old", Type: "sse", URL: "http://localhost:9/sse"},
 		{Name: "remote", Type: "http", URL: "https://example.com/mcp", Headers: map[string]string{"Authorization": "Bearer t0k"}},
 		{Name: "vs", Type: "http", URL: "https://e.com/x"},
