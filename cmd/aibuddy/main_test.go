@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -377,5 +378,57 @@ func TestInspectorCLI(t *testing.T) {
 	out = run("--method", "tools/call", "--tool-name", "read_file", "--tool-arg", "path=../../etc/passwd")
 	if err := json.Unmarshal([]byte(out), &call); err != nil || !call.IsError || !strings.Contains(out, "Authorization") {
 		t.Errorf("inspector read_file outside: %v %s", err, out)
+	}
+}
+
+// TestExecuteHeartbeatsOverMCP: while execute runs, heartbeats (shortened
+// to 200 ms in the settings) and output reach the host as
+// notifications/progress for the request's progress token; none of them
+// enters the result the model sees.
+func TestExecuteHeartbeatsOverMCP(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	ws := t.TempDir()
+	cfg := filepath.Join(t.TempDir(), "aibuddy.json")
+	if err := os.WriteFile(cfg, []byte(`{"limits":{"execHeartbeat":"200ms"}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var msgs []string
+	cmd := exec.Command(bin, "mcp", "--workspace", ws, "--config", cfg)
+	client := mcp.NewClient(&mcp.Implementation{Name: "e2e-progress", Version: "1"}, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			mu.Lock()
+			msgs = append(msgs, req.Params.Message)
+			mu.Unlock()
+		}})
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	params := &mcp.CallToolParams{Name: "execute", Arguments: map[string]any{"command": "echo first; sleep 1.5; echo second"}}
+	params.SetProgressToken("exec-1")
+	res, err := cs.CallTool(ctx, params)
+	if err != nil || res.IsError {
+		t.Fatalf("execute: %v %s", err, text(res))
+	}
+	out := text(res)
+	if !strings.Contains(out, "first") || !strings.Contains(out, "second") || strings.Contains(out, "running") {
+		t.Errorf("result text %q", out)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		mu.Lock()
+		joined := strings.Join(msgs, "|")
+		n := strings.Count(joined, "running")
+		mu.Unlock()
+		if (n >= 3 && strings.Contains(joined, "first")) || time.Now().After(deadline) {
+			if n < 3 || !strings.Contains(joined, "first") {
+				t.Errorf("progress notifications %q: want >= 3 heartbeats and the output chunk", joined)
+			}
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -125,3 +125,33 @@ func TestCallExitCodes(t *testing.T) {
 		t.Errorf("bad settings: exit %d %q", code, errs)
 	}
 }
+
+func TestSkillsFromSettings(t *testing.T) {
+	dir := t.TempDir()
+	skill := filepath.Join(dir, "skills", "release-notes")
+	if err := os.MkdirAll(skill, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	md := "---\nname: release-notes\ndescription: Write release notes from the git log.\n---\n# Release notes\nRun git log.\n"
+	if err := os.WriteFile(filepath.Join(skill, "SKILL.md"), []byte(md), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "aibuddy.json")
+	if err := os.WriteFile(cfg, []byte(`{"skills":["skills"]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ws := t.TempDir()
+	code, out, errs := runCLI(t, cli.Options{}, "tools", "--config", cfg, "--workspace", ws)
+	if code != 0 || !strings.Contains(out, "view_skill") {
+		t.Fatalf("exit %d, view_skill missing:\n%s%s", code, out, errs)
+	}
+	code, out, errs = runCLI(t, cli.Options{}, "call", "view_skill", `{"name":"release-notes"}`, "--config", cfg, "--workspace", ws)
+	if code != 0 || !strings.Contains(out, "Run git log.") {
+		t.Errorf("view_skill: exit %d %s %s", code, out, errs)
+	}
+	// Without skills the group is excluded, with its reason.
+	code, out, _ = runCLI(t, cli.Options{}, "tools", "--workspace", ws)
+	if code != 0 || !strings.Contains(out, "view_skill") || !strings.Contains(out, "missing_prerequisite") {
+		t.Errorf("no skills: exit %d\n%s", code, out)
+	}
+}
