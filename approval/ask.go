@@ -57,7 +57,8 @@ const askSchema = `{
 //
 // Result: "The user answered: <text>" on success. A declined question is a
 // successful result saying so (the user's choice is authoritative). An
-// Asker error is an Execution-stage error result.
+// Asker error that is a *tool.Error keeps its stage (an Asker that cannot
+// reach anyone answers at Authorization); any other is Execution.
 func AskUserQuestion(a Asker) *tool.Tool {
 	return tool.MustDefine(tool.Spec{
 		Name: "ask_user_question",
@@ -75,6 +76,10 @@ func AskUserQuestion(a Asker) *tool.Tool {
 			}
 			ans, err := a.Ask(ctx, Question{Text: in.Question, Options: in.Options})
 			if err != nil {
+				var te *tool.Error
+				if errors.As(err, &te) {
+					return nil, err // the asker chose the stage (e.g. Authorization: nobody can be asked)
+				}
 				if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 					return nil, tool.Errorf(tool.Execution, "the question was cancelled before the user answered: %w", err)
 				}

@@ -248,9 +248,15 @@ func (g *Gateway) handler(name string) mcp.ToolHandler {
 			p = &progress{ctx: ctx, session: req.Session, token: token, interval: g.opts.ProgressInterval}
 			call.Events = p.send
 		}
-		res := g.dispatch(ctx, call)
+		cctx, st := withSession(ctx, req.Session, req.Params.InputResponses)
+		res := g.dispatch(cctx, call)
 		if p != nil {
 			p.flush()
+		}
+		if len(st.requests) > 0 && res.IsError {
+			// A service needs the host's input first (elicitation): answer
+			// with the requests; the call runs again with the responses.
+			return &mcp.CallToolResult{InputRequests: st.requests}, nil
 		}
 		return toMCP(call.ID, res), nil
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/aibuddy/aibuddy/approval"
 	"github.com/aibuddy/aibuddy/capability"
 	"github.com/aibuddy/aibuddy/mcpserver"
 	"github.com/aibuddy/aibuddy/registry"
@@ -164,4 +165,30 @@ func ExampleNew() {
 	// Output:
 	// hello, Ada
 	// true parameters
+}
+
+func TestAskUserQuestionOverElicitation(t *testing.T) {
+	ask := approval.AskUserQuestion(mcpserver.ElicitAsker{})
+	set := oneGroupSet(t, ask)
+	// A host with elicitation answers through it.
+	var asked string
+	cs := connectInMemory(t, set, &mcp.ClientOptions{
+		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			asked = req.Params.Message
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"answer": "staging"}}, nil
+		}})
+	defer cs.Close()
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "ask_user_question",
+		Arguments: map[string]any{"question": "Deploy where?", "options": []string{"staging", "prod"}}})
+	if err != nil || res.IsError || res.Content[0].(*mcp.TextContent).Text != "The user answered: staging" || asked != "Deploy where?" {
+		t.Fatalf("with elicitation: %v %+v asked %q text %q", err, res, asked, res.Content[0].(*mcp.TextContent).Text)
+	}
+	// A host without elicitation: refused at Authorization, never answered.
+	cs2 := connectInMemory(t, set, nil)
+	defer cs2.Close()
+	res, err = cs2.CallTool(context.Background(), &mcp.CallToolParams{Name: "ask_user_question",
+		Arguments: map[string]any{"question": "Deploy where?"}})
+	if err != nil || !res.IsError || res.Meta[mcpserver.MetaStage] != "authorization" {
+		t.Fatalf("without elicitation: %v %+v", err, res)
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
+	"github.com/aibuddy/aibuddy/approval"
 	"github.com/aibuddy/aibuddy/mcpserver"
 )
 
@@ -38,7 +39,15 @@ fresh run (tool state) per MCP session.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			r, err := c.resolve(ctx, o)
+			// Over MCP, questions reach the user through elicitation when
+			// the host supports it (else ask_user_question refuses at the
+			// Authorization stage).
+			oo := *o
+			oo.Services = map[string]any{approval.ServiceUserInput: approval.Asker(mcpserver.ElicitAsker{})}
+			for k, v := range o.Services {
+				oo.Services[k] = v
+			}
+			r, err := c.resolve(ctx, &oo)
 			if err != nil {
 				return err
 			}
