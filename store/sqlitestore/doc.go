@@ -1,0 +1,54 @@
+// Package sqlitestore is the embedded default [store.Store]: one SQLite file,
+// no server, through the pure-Go driver modernc.org/sqlite (no cgo).
+//
+// # File and modes
+//
+// [Open] creates the file and its parent folders when missing and sets, on
+// every connection:
+//
+//   - journal_mode=WAL: readers never block the writer nor each other, and a
+//     commit is one append to the -wal file beside the database (the -wal
+//     and -shm files belong to the database; copy all three or none).
+//   - busy_timeout ([Options.BusyTimeout], 10 s by default): a writer that
+//     finds the file locked by another process waits that long before the
+//     call fails with SQLITE_BUSY.
+//   - synchronous ([Options.Sync], FULL by default). In WAL mode FULL syncs
+//     the -wal file at every commit, so a Put that returned survives a
+//     process kill, an OS crash and a power loss. NORMAL syncs only at
+//     checkpoints: a Put that returned survives a process kill (SIGKILL,
+//     panic) but the last commits before an OS crash or power loss may be
+//     lost; the file is never corrupted either way. FULL is the default
+//     because the record must be durable before the model projection is
+//     handed back; NORMAL is several times faster on disks with slow fsync.
+//   - foreign_keys=ON: a record's task row must exist (the schema keeps a
+//     tasks table for recency).
+//
+// # Concurrency
+//
+// A [Store] is safe for concurrent use by many goroutines. Writes go through
+// one connection (writers are serialized inside the process, so goroutines
+// queue in database/sql instead of spinning on SQLITE_BUSY), and every write
+// is one BEGIN IMMEDIATE transaction, so two processes on one file queue on
+// SQLite's write lock through busy_timeout rather than failing when a read
+// transaction tries to upgrade. Reads use a separate pool of read-only
+// connections ([Options.Readers]) and see the last committed state of both
+// processes.
+//
+// # Schema
+//
+// Records live in table calls (tool_call_id primary key; raw input, output
+// and model projection as BLOBs, kept byte for byte; timestamps as Unix
+// nanoseconds, NULL for the zero time); table tasks keeps one row per task
+// with a recency counter that every Put advances, which orders
+// [Store.Tasks]. The schema version is PRAGMA user_version; Open applies the
+// missing migration steps in order, each in its own transaction with its
+// version bump, and refuses a file whose version is newer than this build
+// knows ([ErrSchemaTooNew]).
+//
+// # Errors
+//
+// Every error names the operation and the file, e.g.
+// "sqlitestore: put call_1 in /data/aibuddy.db: database is locked", and wraps
+// the cause ([store.ErrNotFound], context errors, driver errors) for
+// errors.Is / errors.As.
+package sqlitestore

@@ -1,0 +1,83 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+)
+
+// migrations are the schema steps in order: migrations[i] takes a file
+// from user_version i to i+1. Append only; never edit a step that has
+// shipped.
+var migrations = []string{
+	// 1: tasks, calls and their raw payloads.
+	`
+CREATE TABLE tasks (
+  task_id TEXT PRIMARY KEY NOT NULL,
+  touched INTEGER NOT NULL  -- recency: max(touched)+1 at every Put into the task
+) STRICT;
+CREATE INDEX tasks_touched ON tasks (touched);
+
+CREATE TABLE calls (
+  tool_call_id TEXT PRIMARY KEY NOT NULL,
+  task_id      TEXT NOT NULL REFERENCES tasks (task_id),
+  seq          INTEGER NOT NULL,
+  tool         TEXT NOT NULL,
+  model        BLOB,            -- raw bytes; NULL for nil
+  stage        TEXT NOT NULL,
+  outcome      TEXT NOT NULL,
+  started_at   INTEGER,         -- Unix nanoseconds; NULL for the zero time
+  ended_at     INTEGER,
+  compaction   TEXT NOT NULL,
+  pointer      TEXT NOT NULL
+) STRICT;
+-- The raw input and output sit in a row of their own, so that replacing
+-- the model projection does not rewrite megabytes of raw output.
+CREATE TABLE raws (
+  tool_call_id TEXT PRIMARY KEY NOT NULL REFERENCES calls (tool_call_id) ON DELETE CASCADE,
+  input        BLOB,            -- raw bytes; NULL for nil
+  output       BLOB
+) STRICT;
+CREATE INDEX calls_task_seq ON calls (task_id, seq);
+`,
+}
+
+// SchemaVersion is the schema version (PRAGMA user_version) this build
+// writes: the number of migration steps it knows.
+const SchemaVersion = 1
+
+// migrate brings the database to len(steps), one step per BEGIN IMMEDIATE
+// transaction together with its user_version bump, so a crash or a
+// failing step leaves the previous version intact, and two processes
+// opening one file at once apply each step once.
+func migrate(ctx context.Context, db *sql.DB, steps []string) error {
+	for {
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		var v int
+		if err := tx.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&v); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("read schema version: %w", err)
+		}
+		switch {
+		case v > len(steps):
+			tx.Rollback()
+			return fmt.Errorf("%w (file %d, build %d)", ErrSchemaTooNew, v, len(steps))
+		case v == len(steps):
+			return tx.Rollback()
+		}
+		if _, err := tx.ExecContext(ctx, steps[v]); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("schema step %d to %d: %w", v, v+1, err)
+		}
+		if _, err := tx.ExecContext(ctx, fmt.Sprintf(`PRAGMA user_version = %d`, v+1)); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("schema step %d to %d: %w", v, v+1, err)
+		}
+		if err := tx.Commit(); err != nil {
+			return fmt.Errorf("schema step %d to %d: commit: %w", v, v+1, err)
+		}
+	}
+}

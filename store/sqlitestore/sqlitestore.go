@@ -1,0 +1,492 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/aibuddy/aibuddy/store"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+)
+
+// ErrSchemaTooNew: the file's schema version (PRAGMA user_version) is newer
+// than the migrations this build knows; it was written by a newer aibuddy
+// and is left untouched.
+var ErrSchemaTooNew = errors.New("sqlitestore: schema version is newer than this build")
+
+// Sync is the SQLite synchronous level of every connection.
+type Sync int
+
+// Sync levels (the zero value is SyncFull). See the package doc for what
+// each one survives.
+const (
+	// SyncFull (PRAGMA synchronous=FULL): every commit syncs the -wal file;
+	// a Put that returned survives power loss.
+	SyncFull Sync = iota
+	// SyncNormal (PRAGMA synchronous=NORMAL): syncs at checkpoints only; a
+	// Put that returned survives a process kill, not necessarily an OS crash
+	// or power loss. Never corrupts the file.
+	SyncNormal
+)
+
+func (s Sync) pragma() (string, error) {
+	switch s {
+	case SyncFull:
+		return "FULL", nil
+	case SyncNormal:
+		return "NORMAL", nil
+	}
+	return "", fmt.Errorf("sqlitestore: unknown Sync %d", int(s))
+}
+
+// Options configures [Open]. A nil *Options means all defaults.
+type Options struct {
+	// BusyTimeout is how long a statement waits for a lock held by another
+	// connection (in practice: another process writing the same file)
+	// before it fails with SQLITE_BUSY ("database is locked"). Duration,
+	// rounded down to whole milliseconds. Default (0): 10 s. Negative: do
+	// not wait at all.
+	BusyTimeout time.Duration
+	// Sync is the durability of a commit. Default (zero value): SyncFull.
+	Sync Sync
+	// Readers is the most read connections open at once (Get, ListTask,
+	// Tasks); more concurrent reads queue for a free one. Count. Default
+	// (0): 4. Writes always use one connection of their own.
+	Readers int
+}
+
+const (
+	defaultBusyTimeout = 10 * time.Second
+	defaultReaders     = 4
+)
+
+// Store is a [store.Store] on one SQLite file. Create one with [Open]; it is
+// safe for concurrent use by many goroutines, and its file for two or more
+// processes at once.
+type Store struct {
+	path string
+	w    *sql.DB // one connection, BEGIN IMMEDIATE transactions
+	r    *sql.DB // read-only connections
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open opens the store at path (a file name; created with mode 0600, and its
+// missing parent folders with mode 0700), brings its schema up to date and
+// returns it. opts may be nil. Errors name the file; a file written by a
+// newer build fails with an error wrapping [ErrSchemaTooNew], a file that is
+// not a SQLite database fails with the driver's "file is not a database".
+// Close the store when done.
+func Open(path string, opts *Options) (*Store, error) {
+	if opts == nil {
+		opts = &Options{}
+	}
+	if path == "" {
+		return nil, errors.New("sqlitestore: open: empty path")
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
+	}
+	sync, err := opts.Sync.pragma()
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore: open %s: %w", abs, err)
+	}
+	busy := opts.BusyTimeout
+	switch {
+	case busy == 0:
+		busy = defaultBusyTimeout
+	case busy < 0:
+		busy = 0
+	}
+	readers := opts.Readers
+	if readers <= 0 {
+		readers = defaultReaders
+	}
+
+	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
+		return nil, fmt.Errorf("sqlitestore: open %s: create folder: %w", abs, err)
+	}
+	// Create the file ourselves so it gets 0600: records hold raw tool
+	// output. SQLite gives the -wal and -shm files the database's mode.
+	f, err := os.OpenFile(abs, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore: open %s: %w", abs, err)
+	}
+	f.Close()
+
+	s := &Store{path: abs}
+	common := url.Values{}
+	common.Set("_busy_timeout", strconv.FormatInt(busy.Milliseconds(), 10))
+	common.Set("_foreign_keys", "on")
+	common.Set("_synchronous", sync)
+
+	wq := cloneValues(common)
+	wq.Set("_journal_mode", "WAL")
+	wq.Set("_txlock", "immediate")
+	s.w, err = sql.Open("sqlite", dsn(abs, wq))
+	if err != nil {
+		return nil, s.fail("open", err)
+	}
+	s.w.SetMaxOpenConns(1)
+	s.w.SetMaxIdleConns(1)
+	s.w.SetConnMaxIdleTime(0)
+	s.w.SetConnMaxLifetime(0)
+
+	ctx := context.Background()
+	if err := s.w.PingContext(ctx); err != nil {
+		s.w.Close()
+		return nil, s.fail("open", err)
+	}
+	if err := migrate(ctx, s.w, migrations); err != nil {
+		s.w.Close()
+		return nil, s.fail("migrate", err)
+	}
+
+	rq := cloneValues(common)
+	rq.Set("_query_only", "on")
+	s.r, err = sql.Open("sqlite", dsn(abs, rq))
+	if err != nil {
+		s.w.Close()
+		return nil, s.fail("open", err)
+	}
+	s.r.SetMaxOpenConns(readers)
+	s.r.SetMaxIdleConns(readers)
+	s.r.SetConnMaxIdleTime(0)
+	s.r.SetConnMaxLifetime(0)
+	if err := s.r.PingContext(ctx); err != nil {
+		s.Close()
+		return nil, s.fail("open", err)
+	}
+	return s, nil
+}
+
+// Path returns the absolute file name of the database.
+func (s *Store) Path() string { return s.path }
+
+func cloneValues(v url.Values) url.Values {
+	c := make(url.Values, len(v))
+	for k, vs := range v {
+		c[k] = append([]string(nil), vs...)
+	}
+	return c
+}
+
+// dsn builds a file: URI so that any byte of the path ('?', '#', '%')
+// reaches SQLite intact.
+func dsn(abs string, q url.Values) string {
+	u := url.URL{Scheme: "file", Path: filepath.ToSlash(abs), RawQuery: q.Encode()}
+	if u.Path != "" && u.Path[0] != '/' { // Windows: C:/x -> /C:/x
+		u.Path = "/" + u.Path
+	}
+	return u.String()
+}
+
+func (s *Store) fail(op string, err error) error {
+	return fmt.Errorf("sqlitestore: %s %s: %w", op, s.path, err)
+}
+
+func (s *Store) failID(op, id string, err error) error {
+	return fmt.Errorf("sqlitestore: %s %s in %s: %w", op, id, s.path, err)
+}
+
+// Put inserts r or replaces the record with the same ToolCallID, in one
+// transaction. A zero r.Seq keeps the existing record's Seq when the record
+// stays in the same task, and otherwise gets the task's highest Seq + 1;
+// Put writes the assigned Seq back into r. Every Put makes r.TaskID the most
+// recent task for [Store.Tasks]. ToolCallID and TaskID must be non-empty and
+// Seq non-negative; StartedAt and EndedAt must be zero or within the years
+// 1678-2262 (Unix nanoseconds). Input, Output and Model are stored byte for
+// byte (nil stays nil); one record is at most about 1 GB (SQLite's
+// SQLITE_MAX_LENGTH).
+func (s *Store) Put(ctx context.Context, r *store.Record) error {
+	if r == nil {
+		return s.fail("put", errors.New("nil record"))
+	}
+	if r.ToolCallID == "" {
+		return s.fail("put", errors.New("empty ToolCallID"))
+	}
+	if r.TaskID == "" {
+		return s.failID("put", r.ToolCallID, errors.New("empty TaskID"))
+	}
+	if r.Seq < 0 {
+		return s.failID("put", r.ToolCallID, fmt.Errorf("negative Seq %d", r.Seq))
+	}
+	started, err := nanos(r.StartedAt)
+	if err != nil {
+		return s.failID("put", r.ToolCallID, fmt.Errorf("StartedAt: %w", err))
+	}
+	ended, err := nanos(r.EndedAt)
+	if err != nil {
+		return s.failID("put", r.ToolCallID, fmt.Errorf("EndedAt: %w", err))
+	}
+
+	var seq int64
+	err = s.write(ctx, func(tx *sql.Tx) error {
+		var oldTask string
+		var oldSeq int64
+		err := tx.QueryRowContext(ctx, `SELECT task_id, seq FROM calls WHERE tool_call_id = ?`, r.ToolCallID).Scan(&oldTask, &oldSeq)
+		exists := err == nil
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		seq = r.Seq
+		if seq == 0 {
+			if exists && oldTask == r.TaskID {
+				seq = oldSeq
+			} else if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) + 1 FROM calls WHERE task_id = ?`, r.TaskID).Scan(&seq); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.ExecContext(ctx, `
+INSERT INTO tasks (task_id, touched) VALUES (?, (SELECT coalesce(max(touched), 0) + 1 FROM tasks))
+ON CONFLICT (task_id) DO UPDATE SET touched = excluded.touched`, r.TaskID); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `
+INSERT INTO calls (tool_call_id, task_id, seq, tool, model, stage, outcome,
+                   started_at, ended_at, compaction, pointer)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (tool_call_id) DO UPDATE SET
+  task_id = excluded.task_id, seq = excluded.seq, tool = excluded.tool,
+  model = excluded.model, stage = excluded.stage, outcome = excluded.outcome,
+  started_at = excluded.started_at, ended_at = excluded.ended_at,
+  compaction = excluded.compaction, pointer = excluded.pointer`,
+			r.ToolCallID, r.TaskID, seq, r.Tool, blob(r.Model),
+			r.Stage, string(r.Outcome), started, ended, string(r.Compaction), r.Pointer); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `
+INSERT INTO raws (tool_call_id, input, output) VALUES (?, ?, ?)
+ON CONFLICT (tool_call_id) DO UPDATE SET input = excluded.input, output = excluded.output`,
+			r.ToolCallID, blob(r.Input), blob(r.Output)); err != nil {
+			return err
+		}
+		if exists && oldTask != r.TaskID {
+			// The record moved: forget the old task if it is now empty.
+			if _, err := tx.ExecContext(ctx, `
+DELETE FROM tasks WHERE task_id = ? AND NOT EXISTS (SELECT 1 FROM calls WHERE task_id = ?)`, oldTask, oldTask); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return s.failID("put", r.ToolCallID, err)
+	}
+	r.Seq = seq
+	return nil
+}
+
+// selectRecords reads whole records; append a WHERE clause.
+const selectRecords = `SELECT c.tool_call_id, c.task_id, c.seq, c.tool, r.input, r.output, c.model,
+  c.stage, c.outcome, c.started_at, c.ended_at, c.compaction, c.pointer
+FROM calls c LEFT JOIN raws r ON r.tool_call_id = c.tool_call_id `
+
+// Get returns the record with toolCallID, or an error wrapping
+// [store.ErrNotFound]. Timestamps come back in UTC with their nanoseconds.
+func (s *Store) Get(ctx context.Context, toolCallID string) (*store.Record, error) {
+	row := s.r.QueryRowContext(ctx, selectRecords+`WHERE c.tool_call_id = ?`, toolCallID)
+	r, err := scanRecord(row)
+	if errors.Is(err, sql.ErrNoRows) {
+		err = store.ErrNotFound
+	}
+	if err != nil {
+		return nil, s.failID("get", toolCallID, err)
+	}
+	return r, nil
+}
+
+// ListTask returns the task's records in Seq order (ties, possible only
+// with explicit Seqs, in insertion order); an unknown task gives an empty
+// list and no error. The list is one consistent snapshot.
+func (s *Store) ListTask(ctx context.Context, taskID string) ([]*store.Record, error) {
+	rows, err := s.r.QueryContext(ctx, selectRecords+`WHERE c.task_id = ? ORDER BY c.seq, c.rowid`, taskID)
+	if err != nil {
+		return nil, s.failID("list task", taskID, err)
+	}
+	defer rows.Close()
+	var out []*store.Record
+	for rows.Next() {
+		r, err := scanRecord(rows)
+		if err != nil {
+			return nil, s.failID("list task", taskID, err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.failID("list task", taskID, err)
+	}
+	return out, nil
+}
+
+// Tasks returns the ids of the tasks that have records, the task of the
+// latest Put first, at most limit of them (0 means all; negative is an
+// error). ReplaceModel does not change the order.
+func (s *Store) Tasks(ctx context.Context, limit int) ([]string, error) {
+	if limit < 0 {
+		return nil, s.fail("tasks", fmt.Errorf("negative limit %d", limit))
+	}
+	q := `SELECT task_id FROM tasks WHERE EXISTS (SELECT 1 FROM calls WHERE calls.task_id = tasks.task_id) ORDER BY touched DESC`
+	var args []any
+	if limit > 0 {
+		q += ` LIMIT ?`
+		args = append(args, limit)
+	}
+	rows, err := s.r.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, s.fail("tasks", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, s.fail("tasks", err)
+		}
+		out = append(out, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.fail("tasks", err)
+	}
+	return out, nil
+}
+
+// ReplaceModel sets the record's Model, Compaction and Pointer in one
+// transaction, only when len(model) is smaller than the current Model's
+// length in bytes; it reports whether it replaced (false leaves the record
+// untouched). An unknown id gives an error wrapping [store.ErrNotFound].
+func (s *Store) ReplaceModel(ctx context.Context, toolCallID string, model json.RawMessage, c store.Compaction, pointer string) (bool, error) {
+	var replaced bool
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		var cur int64
+		err := tx.QueryRowContext(ctx, `SELECT coalesce(octet_length(model), 0) FROM calls WHERE tool_call_id = ?`, toolCallID).Scan(&cur)
+		if errors.Is(err, sql.ErrNoRows) {
+			return store.ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		if int64(len(model)) >= cur {
+			return nil
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE calls SET model = ?, compaction = ?, pointer = ? WHERE tool_call_id = ?`,
+			blob(model), string(c), pointer, toolCallID); err != nil {
+			return err
+		}
+		replaced = true
+		return nil
+	})
+	if err != nil {
+		return false, s.failID("replace model", toolCallID, err)
+	}
+	return replaced, nil
+}
+
+// Close closes the store's connections; the last connection to the file
+// checkpoints the -wal file into the database. Calls after Close fail.
+func (s *Store) Close() error {
+	var errs []error
+	if s.r != nil {
+		errs = append(errs, s.r.Close())
+	}
+	if s.w != nil {
+		errs = append(errs, s.w.Close())
+	}
+	if err := errors.Join(errs...); err != nil {
+		return s.fail("close", err)
+	}
+	return nil
+}
+
+// write runs fn in one BEGIN IMMEDIATE transaction on the write connection
+// and commits it; any error rolls back.
+func (s *Store) write(ctx context.Context, fn func(*sql.Tx) error) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanRecord(sc scanner) (*store.Record, error) {
+	var (
+		r                    store.Record
+		input, output, model any
+		outcome, compaction  string
+		startedAt, endedAt   sql.NullInt64
+	)
+	if err := sc.Scan(&r.ToolCallID, &r.TaskID, &r.Seq, &r.Tool, &input, &output, &model,
+		&r.Stage, &outcome, &startedAt, &endedAt, &compaction, &r.Pointer); err != nil {
+		return nil, err
+	}
+	var err error
+	if r.Input, err = raw(input); err != nil {
+		return nil, fmt.Errorf("input: %w", err)
+	}
+	if r.Output, err = raw(output); err != nil {
+		return nil, fmt.Errorf("output: %w", err)
+	}
+	if r.Model, err = raw(model); err != nil {
+		return nil, fmt.Errorf("model: %w", err)
+	}
+	r.Outcome = store.Outcome(outcome)
+	r.Compaction = store.Compaction(compaction)
+	if startedAt.Valid {
+		r.StartedAt = time.Unix(0, startedAt.Int64).UTC()
+	}
+	if endedAt.Valid {
+		r.EndedAt = time.Unix(0, endedAt.Int64).UTC()
+	}
+	return &r, nil
+}
+
+// blob is the column value of a raw message: NULL for nil, else a BLOB
+// (never TEXT, so no byte is reinterpreted).
+func blob(m json.RawMessage) any {
+	if m == nil {
+		return nil
+	}
+	return []byte(m)
+}
+
+// raw is the inverse of blob.
+func raw(v any) (json.RawMessage, error) {
+	switch v := v.(type) {
+	case nil:
+		return nil, nil
+	case []byte:
+		if v == nil {
+			return json.RawMessage{}, nil
+		}
+		return json.RawMessage(v), nil
+	}
+	return nil, fmt.Errorf("column holds %T, want BLOB", v)
+}
+
+// nanos is t as Unix nanoseconds, NULL for the zero time.
+func nanos(t time.Time) (any, error) {
+	if t.IsZero() {
+		return nil, nil
+	}
+	minT, maxT := time.Unix(0, math.MinInt64), time.Unix(0, math.MaxInt64)
+	if t.Before(minT) || t.After(maxT) {
+		return nil, fmt.Errorf("%s is outside the years 1678-2262", t.Format(time.RFC3339))
+	}
+	return t.UnixNano(), nil
+}

@@ -1,0 +1,431 @@
+package storetest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aibuddy/aibuddy/store"
+)
+
+// RunFile runs [Run] with stores opened on a fresh file in t.TempDir(), then
+// the cases that need a file: reopening, two instances on one file in one
+// process, two processes writing one file at once, and reopening after the
+// writing process was killed with SIGKILL mid-writes. open opens the store
+// kept at path (the file may not exist yet); the suite closes what it
+// opens. The two multi-process cases need the [ChildMain] hook in the
+// backend's TestMain.
+func RunFile(t *testing.T, open func(t *testing.T, path string) store.Store) {
+	fresh := func(t *testing.T) string { return filepath.Join(t.TempDir(), "data", "store.db") }
+	Run(t, func(t *testing.T) store.Store { return open(t, fresh(t)) })
+	t.Run("Reopen", func(t *testing.T) { testReopen(t, open, fresh(t)) })
+	t.Run("TwoInstancesOneFile", func(t *testing.T) { testTwoInstances(t, open, fresh(t)) })
+	t.Run("TwoProcesses", func(t *testing.T) { testTwoProcesses(t, open, fresh(t)) })
+	t.Run("ReopenAfterKill", func(t *testing.T) { testKill(t, open, fresh(t)) })
+}
+
+func testReopen(t *testing.T, open func(*testing.T, string) store.Store, path string) {
+	s := open(t, path)
+	var want []*store.Record
+	for i := range 10 {
+		r := rec([]string{"x", "y"}[i%2], fmt.Sprintf("call_%d", i))
+		mustPut(t, s, r)
+		want = append(want, r)
+	}
+	if _, err := s.ReplaceModel(ctx(t), "call_0", json.RawMessage(`""`), store.CompactionDrop, ""); err != nil {
+		t.Fatal(err)
+	}
+	want[0].Model, want[0].Compaction = json.RawMessage(`""`), store.CompactionDrop
+	closeStore(t, s)
+
+	s = open(t, path)
+	defer closeStore(t, s)
+	for _, r := range want {
+		wantRecord(t, mustGet(t, s, r.ToolCallID), r, true)
+	}
+	if got, err := s.Tasks(ctx(t), 0); err != nil || !slices.Equal(got, []string{"y", "x"}) {
+		t.Errorf("Tasks after reopen = %v, %v; want [y x]", got, err)
+	}
+	next := rec("x", "call_10")
+	mustPut(t, s, next)
+	if next.Seq != 6 {
+		t.Errorf("first Put after reopen got Seq %d, want 6 (task x had 5)", next.Seq)
+	}
+}
+
+func testTwoInstances(t *testing.T, open func(*testing.T, string) store.Store, path string) {
+	a := open(t, path)
+	defer closeStore(t, a)
+	b := open(t, path)
+	defer closeStore(t, b)
+
+	mustPut(t, a, rec("t", "from-a"))
+	wantRecord(t, mustGet(t, b, "from-a"), rec("t", "from-a"), false)
+	mustPut(t, b, rec("t", "from-b"))
+	if l, err := a.ListTask(ctx(t), "t"); err != nil || !slices.Equal(ids(l), []string{"from-a", "from-b"}) {
+		t.Errorf("ListTask through a = %v, %v; want [from-a from-b]", ids(l), err)
+	}
+	// Compaction through one instance is seen by the other.
+	if ok, err := b.ReplaceModel(ctx(t), "from-a", json.RawMessage(`"s"`), store.CompactionSummarize, "p"); !ok || err != nil {
+		t.Fatalf("ReplaceModel through b = %v, %v", ok, err)
+	}
+	if r := mustGet(t, a, "from-a"); string(r.Model) != `"s"` {
+		t.Errorf("a sees Model %s after b compacted it", r.Model)
+	}
+
+	// Both instances write one task at once: Seqs stay unique and gapless.
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for g, s := range []store.Store{a, b, a, b, a, b} {
+		wg.Go(func() {
+			for i := range 50 {
+				if err := s.Put(ctx(t), rec("shared", fmt.Sprintf("g%d-%d", g, i))); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	for _, s := range []store.Store{a, b} {
+		l, err := s.ListTask(ctx(t), "shared")
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantSeqs(t, "shared", l, 300)
+	}
+}
+
+// The child protocol: environment in, lines out.
+const (
+	envChild   = "STORETEST_CHILD" // "1" in a child
+	envPath    = "STORETEST_PATH"
+	envTask    = "STORETEST_TASK"
+	envPrefix  = "STORETEST_PREFIX"
+	envCount   = "STORETEST_COUNT"   // records to write; 0: until killed
+	envSize    = "STORETEST_SIZE"    // largest Output, bytes
+	envCompact = "STORETEST_COMPACT" // "1": ReplaceModel after every Put
+)
+
+// IsChild reports whether this process is a storetest child, started by
+// [RunFile] from the test binary; TestMain then calls [ChildMain] instead
+// of running the tests.
+func IsChild() bool { return os.Getenv(envChild) != "" }
+
+// ChildMain is the body of a child process started by [RunFile]: it opens
+// the store with open on the file the parent names, writes records and
+// reports each commit on stdout ("put <id> <seq>", "replaced <id>"), then
+// "done". It returns the process exit code: 0, or 1 after printing the
+// failure to stderr.
+func ChildMain(open func(path string) (store.Store, error)) int {
+	if err := child(open); err != nil {
+		fmt.Fprintln(os.Stderr, "storetest child:", err)
+		return 1
+	}
+	return 0
+}
+
+func child(open func(path string) (store.Store, error)) error {
+	count, err := strconv.Atoi(os.Getenv(envCount))
+	if err != nil {
+		return fmt.Errorf("%s: %w", envCount, err)
+	}
+	size, err := strconv.Atoi(os.Getenv(envSize))
+	if err != nil {
+		return fmt.Errorf("%s: %w", envSize, err)
+	}
+	task, prefix := os.Getenv(envTask), os.Getenv(envPrefix)
+	compact := os.Getenv(envCompact) == "1"
+	s, err := open(os.Getenv(envPath))
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	out := bufio.NewWriter(os.Stdout)
+	say := func(format string, a ...any) error {
+		fmt.Fprintf(out, format+"\n", a...)
+		return out.Flush() // a line is out before the next write starts
+	}
+	if err := say("ready"); err != nil {
+		return err
+	}
+	c := context.Background()
+	for i := 0; count == 0 || i < count; i++ {
+		r := childRecord(task, prefix, i, size)
+		if err := s.Put(c, r); err != nil {
+			return err
+		}
+		if err := say("put %s %d", r.ToolCallID, r.Seq); err != nil {
+			return err
+		}
+		if compact {
+			m, cmp, p := childCompacted(r)
+			ok, err := s.ReplaceModel(c, r.ToolCallID, m, cmp, p)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return fmt.Errorf("ReplaceModel(%s) did not replace", r.ToolCallID)
+			}
+			if err := say("replaced %s", r.ToolCallID); err != nil {
+				return err
+			}
+		}
+	}
+	if err := s.Close(); err != nil {
+		return err
+	}
+	return say("done")
+}
+
+// childRecord is record i of a child writer: deterministic, so the parent
+// can check every byte, with an Output of up to size bytes.
+func childRecord(task, prefix string, i, size int) *store.Record {
+	id := fmt.Sprintf("%s%06d", prefix, i)
+	n := 64 + (i*7919)%size
+	return &store.Record{
+		ToolCallID: id,
+		TaskID:     task,
+		Tool:       "execute",
+		Input:      json.RawMessage(fmt.Sprintf(`{"command":"step %d"}`, i)),
+		Output:     large(max(n, 64)),
+		Model:      json.RawMessage(fmt.Sprintf(`"model of %s %s"`, id, strings.Repeat("m", 200))),
+		Outcome:    store.OutcomeOK,
+		StartedAt:  base.Add(time.Duration(i) * time.Second),
+		EndedAt:    base.Add(time.Duration(i)*time.Second + 250*time.Millisecond),
+	}
+}
+
+func childCompacted(r *store.Record) (json.RawMessage, store.Compaction, string) {
+	return json.RawMessage(`"compacted ` + r.ToolCallID + `"`), store.CompactionTrim,
+		"compacted_outputs/" + r.TaskID + "/" + r.ToolCallID + ".json"
+}
+
+// childProc is a running child writer.
+type childProc struct {
+	cmd    *exec.Cmd
+	lines  chan string // closed at the child's stdout EOF
+	stderr *bytes.Buffer
+}
+
+func startChild(t *testing.T, path, task, prefix string, count, size int, compact bool) *childProc {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "-test.run=^$") // runs no test if TestMain lacks the hook
+	cmd.Env = append(os.Environ(),
+		envChild+"=1", envPath+"="+path, envTask+"="+task, envPrefix+"="+prefix,
+		envCount+"="+strconv.Itoa(count), envSize+"="+strconv.Itoa(size),
+		envCompact+"="+map[bool]string{true: "1", false: "0"}[compact])
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &childProc{cmd: cmd, lines: make(chan string, 1024), stderr: &bytes.Buffer{}}
+	cmd.Stderr = p.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		defer close(p.lines)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			p.lines <- sc.Text()
+		}
+		io.Copy(io.Discard, stdout)
+	}()
+	t.Cleanup(func() { // never leave a child behind
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	})
+	select {
+	case l, ok := <-p.lines:
+		if ok && l == "ready" {
+			return p
+		}
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("child did not report ready (first line %q); does TestMain call storetest.ChildMain when storetest.IsChild()? stderr:\n%s", l, p.stderr)
+	case <-time.After(time.Minute):
+		t.Fatalf("child not ready after a minute; stderr:\n%s", p.stderr)
+	}
+	return nil
+}
+
+func testTwoProcesses(t *testing.T, open func(*testing.T, string) store.Store, path string) {
+	const n = 300
+	const size = 2048
+	s := open(t, path) // the parent's instance creates the file first
+	defer closeStore(t, s)
+	p := startChild(t, path, "shared", "child-", n, size, false)
+
+	// Read the child's commits through the parent's instance while the
+	// parent writes into the same task.
+	var seen []string
+	readErr := make(chan error, 1)
+	go func() {
+		for l := range p.lines {
+			f := strings.Fields(l)
+			if len(f) == 3 && f[0] == "put" {
+				got, err := s.Get(ctx(t), f[1])
+				if err != nil {
+					readErr <- fmt.Errorf("child committed %s, parent cannot read it: %w", f[1], err)
+					return
+				}
+				if d := diff(got, childRecord("shared", "child-", len(seen), size), false); len(d) > 0 {
+					readErr <- fmt.Errorf("child record %s read by the parent differs: %v", f[1], d)
+					return
+				}
+				seen = append(seen, f[1])
+			}
+		}
+		readErr <- nil
+	}()
+	for i := range n {
+		mustPut(t, s, childRecord("shared", "parent-", i, size))
+	}
+	if err := <-readErr; err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Wait(); err != nil {
+		t.Fatalf("child: %v; stderr:\n%s", err, p.stderr)
+	}
+	if len(seen) != n {
+		t.Fatalf("child reported %d commits, want %d", len(seen), n)
+	}
+	l, err := s.ListTask(ctx(t), "shared")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantSeqs(t, "shared", l, 2*n)
+	var fromChild, fromParent int
+	for _, r := range l {
+		var i int
+		var who string
+		switch {
+		case strings.HasPrefix(r.ToolCallID, "child-"):
+			who, fromChild = "child-", fromChild+1
+		case strings.HasPrefix(r.ToolCallID, "parent-"):
+			who, fromParent = "parent-", fromParent+1
+		}
+		i, _ = strconv.Atoi(strings.TrimPrefix(r.ToolCallID, who))
+		if d := diff(r, childRecord("shared", who, i, size), false); len(d) > 0 {
+			t.Errorf("record %s differs: %v", r.ToolCallID, d)
+		}
+	}
+	if fromChild != n || fromParent != n {
+		t.Errorf("shared task holds %d child and %d parent records, want %d each", fromChild, fromParent, n)
+	}
+}
+
+func testKill(t *testing.T, open func(*testing.T, string) store.Store, path string) {
+	const minCommits = 40
+	const size = 512 << 10
+	// The file exists with one record before the child starts.
+	s := open(t, path)
+	first := rec("other", "before")
+	mustPut(t, s, first)
+	closeStore(t, s)
+
+	p := startChild(t, path, "killed", "k-", 0, size, true)
+	puts := map[string]bool{}
+	replaced := map[string]bool{}
+	deadline := time.After(2 * time.Minute)
+	record := func(l string) {
+		f := strings.Fields(l)
+		switch {
+		case len(f) == 3 && f[0] == "put":
+			puts[f[1]] = true
+		case len(f) == 2 && f[0] == "replaced":
+			replaced[f[1]] = true
+		}
+	}
+wait:
+	for len(puts) < minCommits {
+		select {
+		case l, ok := <-p.lines:
+			if !ok {
+				break wait
+			}
+			record(l)
+		case <-deadline:
+			t.Fatalf("child committed only %d records in 2 minutes", len(puts))
+		}
+	}
+	if err := p.cmd.Process.Kill(); err != nil { // SIGKILL on Unix
+		t.Fatal(err)
+	}
+	err := p.cmd.Wait()
+	for l := range p.lines { // commits reported before the kill
+		record(l)
+	}
+	if len(puts) < minCommits {
+		t.Fatalf("child ended before the kill (%v) after %d commits; stderr:\n%s", err, len(puts), p.stderr)
+	}
+	if err == nil {
+		t.Fatalf("child exited cleanly; it should have been killed")
+	}
+
+	s = open(t, path)
+	defer closeStore(t, s)
+	wantRecord(t, mustGet(t, s, "before"), first, true)
+	l, err := s.ListTask(ctx(t), "killed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Writes were sequential: the stored records are k-000000.. in order,
+	// all the reported ones plus at most one committed but not reported.
+	if len(l) < len(puts) || len(l) > len(puts)+1 {
+		t.Errorf("after the kill the task holds %d records; the child reported %d commits", len(l), len(puts))
+	}
+	for i, r := range l {
+		want := childRecord("killed", "k-", i, size)
+		if r.ToolCallID != want.ToolCallID || r.Seq != int64(i+1) {
+			t.Fatalf("record %d is %s Seq %d, want %s Seq %d", i, r.ToolCallID, r.Seq, want.ToolCallID, i+1)
+		}
+		// The model is the original or the compacted one, never a mix;
+		// compacted for sure when the child reported it.
+		m, c, ptr := childCompacted(want)
+		if bytes.Equal(r.Model, m) {
+			want.Model, want.Compaction, want.Pointer = m, c, ptr
+		} else if replaced[r.ToolCallID] {
+			t.Errorf("%s: reported compacted, but Model is %s", r.ToolCallID, short(r.Model))
+		}
+		wantRecord(t, r, want, false)
+	}
+	for id := range puts {
+		if _, err := s.Get(ctx(t), id); err != nil {
+			t.Errorf("committed record %s lost after the kill: %v", id, err)
+		}
+	}
+	// The store takes writes again, continuing the task's Seqs.
+	next := childRecord("killed", "k-", len(l), size)
+	mustPut(t, s, next)
+	if next.Seq != int64(len(l)+1) {
+		t.Errorf("first Put after the kill got Seq %d, want %d", next.Seq, len(l)+1)
+	}
+	if _, err := s.Get(ctx(t), next.ToolCallID); errors.Is(err, store.ErrNotFound) {
+		t.Errorf("Put after the kill not readable: %v", err)
+	}
+}
