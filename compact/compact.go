@@ -1,0 +1,400 @@
+package compact
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/aibuddy/aibuddy/result"
+	"github.com/aibuddy/aibuddy/store"
+)
+
+// Strategy is how a tool's oversized results are compacted (seed: "A tool
+// can choose structural trimming, model summarization, or drop").
+type Strategy string
+
+// Strategies.
+const (
+	// Trim shortens structurally (JSON) or by head and tail (text); the
+	// default.
+	Trim Strategy = "trim"
+	// Summarize asks the Summarizer for a summary; without one, or when it
+	// fails, the result is trimmed instead and the stub says so.
+	Summarize Strategy = "summarize"
+	// Drop replaces the model form with a stub and no recovery pointer.
+	// Choosing it for a tool is that tool's declaration that its output is
+	// disposable; it cannot be the default.
+	Drop Strategy = "drop"
+	// Keep never compacts (view_tool_call's own results are kept so).
+	Keep Strategy = "keep"
+)
+
+// Summarizer writes a summary of text in at most maxTokens tokens. The
+// agent loop provides it (a model call); ctx carries the run's stop.
+type Summarizer interface {
+	Summarize(ctx context.Context, text string, maxTokens int) (string, error)
+}
+
+// Defaults of Options.
+const (
+	DefaultThreshold = 2500 // tokens (seed: "the current 2,500-token precompaction threshold")
+	DefaultTarget    = 1000 // tokens of a compact form, stub included
+	DefaultWorkers   = 2
+)
+
+// Options configure a [Compactor]. Zero fields take their defaults.
+type Options struct {
+	// DataDir is the data folder; offload files go under
+	// DataDir/compacted_outputs. Required.
+	DataDir string
+	// Threshold is the size in tokens (as counted by Counter) from which a
+	// result is compacted. Default 2,500.
+	Threshold int
+	// Target is the size in tokens a trimmed or summarized form aims at,
+	// stub included. Default 1,000; at most Threshold-1.
+	Target int
+	// Counter counts tokens. Default [Count] (o200k_base).
+	Counter Counter
+	// Summarizer serves the Summarize strategy. Default none: Summarize
+	// falls back to Trim.
+	Summarizer Summarizer
+	// Strategies choose a strategy by tool name; they win over
+	// GroupStrategies.
+	Strategies map[string]Strategy
+	// GroupStrategies choose a strategy by group key, through GroupOf
+	// (registry.Registry.GroupOf fits).
+	GroupStrategies map[string]Strategy
+	GroupOf         func(toolName string) (groupKey string, ok bool)
+	// Default is the strategy of every other tool. Default Trim; Drop is
+	// refused (drop must be declared per tool or group).
+	Default Strategy
+	// Workers bounds concurrent background compactions. Default 2.
+	Workers int
+	// Logger receives background failures. Default: discard.
+	Logger *slog.Logger
+}
+
+// Compactor compacts records in the background and on demand. It is safe
+// for concurrent use. Close it at shutdown.
+type Compactor struct {
+	st     store.Store
+	o      Options
+	sem    chan struct{}
+	base   context.Context
+	cancel context.CancelFunc
+	mu     sync.Mutex
+	closed bool
+	wg     sync.WaitGroup
+	last   sync.Map // toolCallID → Outcome of the latest background run
+}
+
+// ErrBadOptions is wrapped by New's errors.
+var ErrBadOptions = errors.New("compact: bad options")
+
+// New returns a compactor over st. Errors wrap ErrBadOptions: no DataDir,
+// or Default set to Drop.
+func New(st store.Store, opts *Options) (*Compactor, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.DataDir == "" {
+		return nil, fmt.Errorf("%w: DataDir is required", ErrBadOptions)
+	}
+	if o.Default == Drop {
+		return nil, fmt.Errorf("%w: Drop cannot be the default strategy; declare it per disposable tool", ErrBadOptions)
+	}
+	if o.Default == "" {
+		o.Default = Trim
+	}
+	if o.Threshold <= 0 {
+		o.Threshold = DefaultThreshold
+	}
+	if o.Target <= 0 {
+		o.Target = DefaultTarget
+	}
+	if o.Target >= o.Threshold {
+		o.Target = max(o.Threshold-1, 1)
+	}
+	if o.Counter == nil {
+		o.Counter = Count
+	}
+	if o.Workers <= 0 {
+		o.Workers = DefaultWorkers
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	c := &Compactor{st: st, o: o, sem: make(chan struct{}, o.Workers)}
+	c.base, c.cancel = context.WithCancel(context.Background())
+	return c, nil
+}
+
+// StrategyOf is the strategy for a tool name: view_tool_call is always
+// Keep; then Options.Strategies, then the group's, then Options.Default.
+func (c *Compactor) StrategyOf(toolName string) Strategy {
+	if toolName == ViewToolCallName {
+		return Keep
+	}
+	if s, ok := c.o.Strategies[toolName]; ok {
+		return s
+	}
+	if c.o.GroupOf != nil {
+		if g, ok := c.o.GroupOf(toolName); ok {
+			if s, ok := c.o.GroupStrategies[g]; ok {
+				return s
+			}
+		}
+	}
+	return c.o.Default
+}
+
+// Outcome reports one compaction.
+type Outcome struct {
+	ToolCallID string
+	Strategy   Strategy
+	// Replaced is true when the store now holds the compact form.
+	Replaced bool
+	// Reason says why nothing was replaced ("under threshold", "not
+	// smaller", "keep", "already compacted", "running").
+	Reason       string
+	BeforeTokens int // tokens of the model text before
+	AfterTokens  int // tokens of the compact text
+	BeforeBytes  int // bytes of the model form (JSON) before
+	AfterBytes   int // bytes of the compact model form
+	Pointer      string
+}
+
+// Schedule compacts rec in the background when it needs it and returns at
+// once (result.Compactor). The work stops when ctx is cancelled (a user or
+// parent-run stop) or the compactor is closed; a stopped compaction leaves
+// the record as it was. After Close it does nothing.
+func (c *Compactor) Schedule(ctx context.Context, rec *store.Record) {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	c.wg.Add(1)
+	c.mu.Unlock()
+	cp := *rec
+	go func() {
+		defer c.wg.Done()
+		wctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		stop := context.AfterFunc(c.base, cancel)
+		defer stop()
+		select {
+		case c.sem <- struct{}{}:
+		case <-wctx.Done():
+			return
+		}
+		defer func() { <-c.sem }()
+		out, err := c.Compact(wctx, &cp)
+		if err != nil {
+			c.o.Logger.Warn("compact: background compaction failed", "toolCallId", cp.ToolCallID, "err", err)
+			return
+		}
+		c.last.Store(cp.ToolCallID, out)
+	}()
+}
+
+// Last returns the outcome of the latest background compaction of a call.
+func (c *Compactor) Last(toolCallID string) (Outcome, bool) {
+	v, ok := c.last.Load(toolCallID)
+	if !ok {
+		return Outcome{}, false
+	}
+	return v.(Outcome), true
+}
+
+// Wait blocks until every scheduled compaction has ended.
+func (c *Compactor) Wait() { c.wg.Wait() }
+
+// Close cancels the background work, waits for it, and refuses new work.
+func (c *Compactor) Close() error {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+	c.cancel()
+	c.wg.Wait()
+	return nil
+}
+
+// Compact compacts one record now (Schedule runs it in the background):
+// it reads the current record from the store, and when its model text
+// reaches the threshold and its strategy is not Keep, builds the compact
+// form; for Trim and Summarize it writes the offload file first, then
+// calls store.ReplaceModel, which keeps the original when the new form is
+// not smaller in bytes. Errors come from the store, the offload write, or
+// ctx (wrapped); in every case the record is left either as it was or
+// compacted whole.
+func (c *Compactor) Compact(ctx context.Context, rec *store.Record) (Outcome, error) {
+	out := Outcome{ToolCallID: rec.ToolCallID}
+	cur, err := c.st.Get(ctx, rec.ToolCallID)
+	if err != nil {
+		return out, fmt.Errorf("compact: %s: %w", rec.ToolCallID, err)
+	}
+	out.Strategy = c.StrategyOf(cur.Tool)
+	switch {
+	case cur.Outcome == store.OutcomeRunning:
+		out.Reason = "running"
+		return out, nil
+	case cur.Compaction != store.CompactionNone:
+		out.Reason = "already compacted"
+		return out, nil
+	case out.Strategy == Keep:
+		out.Reason = "keep"
+		return out, nil
+	}
+	model, err := result.Decode(cur.Model)
+	if err != nil {
+		return out, err
+	}
+	text, images := splitContent(model)
+	out.BeforeBytes = len(cur.Model)
+	out.BeforeTokens = c.o.Counter(text)
+	if out.BeforeTokens < c.o.Threshold {
+		out.Reason = "under threshold"
+		return out, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return out, fmt.Errorf("compact: %s: %w", rec.ToolCallID, err)
+	}
+	var (
+		compactText string
+		kind        store.Compaction
+		pointer     string
+	)
+	stats := fmt.Sprintf("%s (%s estimate), %s in %s",
+		plural(out.BeforeTokens, "token", "tokens"), Encoding,
+		plural(utf8.RuneCountInString(text), "character", "characters"), plural(lineCount(text), "line", "lines"))
+	hint := fmt.Sprintf(`view_tool_call {"id":%s}`, jsonString(cur.ToolCallID))
+	if out.Strategy == Drop {
+		kind = store.CompactionDrop
+		compactText = fmt.Sprintf("[result of %s %s dropped by aibuddy precompaction: the tool declares its output disposable; it had %s; no recovery pointer is kept, run the tool again if you need it]",
+			cur.Tool, compactInput(cur.Input), stats)
+	} else {
+		pointer = OffloadPath(cur.TaskID, cur.ToolCallID)
+		body, how := "", ""
+		if out.Strategy == Summarize && c.o.Summarizer != nil {
+			sum, serr := c.o.Summarizer.Summarize(ctx, text, c.o.Target)
+			if serr == nil && strings.TrimSpace(sum) != "" {
+				body, how, kind = sum, "summarized by the model (aibuddy precompaction, summarize)", store.CompactionSummarize
+			} else if ctx.Err() != nil {
+				return out, fmt.Errorf("compact: %s: summarize: %w", rec.ToolCallID, ctx.Err())
+			} else {
+				how = fmt.Sprintf("trimmed by aibuddy precompaction (the summarizer failed: %v)", serr)
+			}
+		} else if out.Strategy == Summarize {
+			how = "trimmed by aibuddy precompaction (no summarizer is configured)"
+		}
+		if kind == "" {
+			kind = store.CompactionTrim
+			if how == "" {
+				how = "trimmed by aibuddy precompaction (trim)"
+			}
+			tr := TrimText(text, max(c.o.Target-120, 50), c.o.Counter, hint)
+			body = tr.Text
+			if tr.JSON {
+				how += "; JSON keeps its structure, " + tr.Removed
+			} else {
+				how += "; " + tr.Removed
+			}
+		}
+		compactText = fmt.Sprintf("[result of %s %s %s; original: %s; toolCallId=%s; the raw input and output are kept: %s returns them in slices (offset/limit, lines, pattern, json_path)]\n%s",
+			cur.Tool, compactInput(cur.Input), how, stats, cur.ToolCallID, hint, body)
+	}
+	out.AfterTokens = c.o.Counter(compactText)
+	newModel := result.Wire{Content: append([]result.WireContent{{Type: "text", Text: compactText}}, images...),
+		IsError: model.IsError, Stage: model.Stage}
+	raw, err := json.Marshal(newModel)
+	if err != nil {
+		return out, fmt.Errorf("compact: encode: %w", err)
+	}
+	out.AfterBytes = len(raw)
+	if out.AfterBytes >= out.BeforeBytes {
+		out.Reason = "not smaller"
+		return out, nil
+	}
+	if pointer != "" {
+		if err := writeOffload(c.o.DataDir, pointer, cur); err != nil {
+			return out, err
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return out, fmt.Errorf("compact: %s: %w", rec.ToolCallID, err)
+	}
+	ok, err := c.st.ReplaceModel(ctx, cur.ToolCallID, raw, kind, pointer)
+	if err != nil {
+		return out, fmt.Errorf("compact: replace model of %s: %w", rec.ToolCallID, err)
+	}
+	out.Replaced = ok
+	if ok {
+		out.Pointer = pointer
+	} else {
+		out.Reason = "not smaller"
+	}
+	return out, nil
+}
+
+// splitContent returns the joined text blocks and the other blocks.
+func splitContent(w result.Wire) (string, []result.WireContent) {
+	var texts []string
+	var other []result.WireContent
+	for _, c := range w.Content {
+		if c.Type == "text" {
+			texts = append(texts, c.Text)
+		} else {
+			other = append(other, c)
+		}
+	}
+	return strings.Join(texts, "\n"), other
+}
+
+func lineCount(s string) int {
+	if s == "" {
+		return 0
+	}
+	n := strings.Count(s, "\n")
+	if !strings.HasSuffix(s, "\n") {
+		n++
+	}
+	return n
+}
+
+// compactInput renders a call's input on one line for a stub: whole up to
+// 300 characters, otherwise trimmed structurally (strings cut with counts).
+func compactInput(in json.RawMessage) string {
+	in = bytes.TrimSpace(in)
+	if len(in) == 0 {
+		return "{}"
+	}
+	var b bytes.Buffer
+	if json.Compact(&b, in) == nil && utf8.RuneCount(b.Bytes()) <= 300 {
+		return b.String()
+	}
+	if root, err := parseOrdered(in); err == nil {
+		var r bytes.Buffer
+		var st trimStats
+		render(&r, root, trimLevel{head: 2, tail: 0, keys: 8, str: 60, depth: 3}, 0, "", &st)
+		var one bytes.Buffer
+		if json.Compact(&one, r.Bytes()) == nil {
+			return one.String()
+		}
+	}
+	r := []rune(string(in))
+	return string(r[:min(len(r), 300)]) + "…"
+}
+
+func jsonString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}

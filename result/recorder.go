@@ -1,0 +1,172 @@
+package result
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/aibuddy/aibuddy/store"
+	"github.com/aibuddy/aibuddy/tool"
+)
+
+// Compactor receives each finished record and may compact its model form
+// later. Schedule must not block on the compaction itself: the call's
+// result is handed back right after it returns (seed: compaction starts
+// "without delaying delivery to the client"). ctx is the call's context;
+// a stop that cancels it also stops the background work.
+// *compact.Compactor implements it.
+type Compactor interface {
+	Schedule(ctx context.Context, rec *store.Record)
+}
+
+// Options configure a [Recorder]. A nil *Options means the defaults.
+type Options struct {
+	// Now is the clock of the record timestamps. Default time.Now.
+	Now func() time.Time
+	// NewID mints a toolCallId for a call that has none. Default: "call_"
+	// and 16 random hex digits.
+	NewID func() string
+	// Compactor, when set, receives every finished record.
+	Compactor Compactor
+	// OnClient, when set, receives the client projection when the call
+	// starts (status running) and when its final record is written.
+	OnClient func(Client)
+	// Logger receives store failures. Default: discard.
+	Logger *slog.Logger
+}
+
+// Recorder is the middleware that keeps the durable record of each call.
+// It is safe for concurrent calls.
+type Recorder struct {
+	st   store.Store
+	opts Options
+}
+
+// New returns a recorder writing to st. opts may be nil.
+func New(st store.Store, opts *Options) *Recorder {
+	r := &Recorder{st: st}
+	if opts != nil {
+		r.opts = *opts
+	}
+	if r.opts.Now == nil {
+		r.opts.Now = time.Now
+	}
+	if r.opts.NewID == nil {
+		r.opts.NewID = randomID
+	}
+	if r.opts.Logger == nil {
+		r.opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return r
+}
+
+func randomID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return "call_" + hex.EncodeToString(b[:])
+}
+
+// Next is the handler a [Recorder] wraps: capability.Set.Call, a
+// discovery run's Dispatch, or a single tool's Call.
+type Next func(ctx context.Context, call *tool.Call) *tool.Result
+
+// Call runs call through next and keeps its record under taskID:
+//
+//  1. a record with outcome "running", the raw input and the start time is
+//     Put before next runs (a crash leaves a trace); a call without an ID
+//     gets one from Options.NewID first, so call.ID is set on return;
+//  2. next runs with ctx;
+//  3. the final record (raw output, model form equal to the full content,
+//     stage, outcome, end time) is Put, and only then is the result
+//     returned, unchanged;
+//  4. the record goes to Options.Compactor, which works in the background.
+//
+// Outcome is "cancelled" for an error result when ctx is done or the
+// result's evidence says cancelled, "error" for other error results, "ok"
+// otherwise. The store writes use ctx without its cancellation, so a
+// stopped call still records how it ended. When a write fails the result
+// is returned all the same with a note appended that the record is
+// missing (the plane failed, not the tool), and the failure is logged.
+func (r *Recorder) Call(ctx context.Context, taskID string, call *tool.Call, next Next) *tool.Result {
+	if call.ID == "" {
+		call.ID = r.opts.NewID()
+	}
+	input := bytes.TrimSpace(call.Input)
+	if len(input) == 0 {
+		input = []byte("{}")
+	}
+	rec := &store.Record{
+		ToolCallID: call.ID, TaskID: taskID, Tool: call.Name,
+		Input:   append(json.RawMessage(nil), input...),
+		Outcome: store.OutcomeRunning, StartedAt: r.opts.Now(),
+	}
+	sctx := context.WithoutCancel(ctx)
+	startErr := r.st.Put(sctx, rec)
+	if startErr == nil && rec.Seq == 0 {
+		// Keep the start order on the final Put: a result is stored at its
+		// call's place, never after calls that started later (BH-053).
+		if got, err := r.st.Get(sctx, call.ID); err == nil {
+			rec.Seq = got.Seq
+		}
+	}
+	if startErr != nil {
+		r.opts.Logger.Error("result: record call start", "toolCallId", call.ID, "err", startErr)
+	}
+	if r.opts.OnClient != nil {
+		r.opts.OnClient(ClientOf(rec))
+	}
+
+	res := next(ctx, call)
+	if res == nil {
+		res = &tool.Result{}
+	}
+
+	done := *rec
+	done.EndedAt = r.opts.Now()
+	done.Output = EncodeOutput(res)
+	done.Model = EncodeModel(res)
+	done.Stage = string(res.Stage)
+	done.Outcome = outcomeOf(ctx, res)
+	if !res.IsError {
+		done.Stage = ""
+	}
+	err := r.st.Put(sctx, &done)
+	if err != nil {
+		r.opts.Logger.Error("result: record call end", "toolCallId", call.ID, "err", err)
+		return withNote(res, fmt.Sprintf("note: the durable record of this call (toolCallId=%s) could not be written (%v); view_tool_call cannot recover it", call.ID, err))
+	}
+	if r.opts.OnClient != nil {
+		r.opts.OnClient(ClientOf(&done))
+	}
+	if r.opts.Compactor != nil {
+		cp := done
+		r.opts.Compactor.Schedule(ctx, &cp)
+	}
+	return res
+}
+
+func outcomeOf(ctx context.Context, res *tool.Result) store.Outcome {
+	if !res.IsError {
+		return store.OutcomeOK
+	}
+	if ctx.Err() != nil {
+		return store.OutcomeCancelled
+	}
+	if c, ok := res.Evidence["cancelled"].(bool); ok && c {
+		return store.OutcomeCancelled
+	}
+	return store.OutcomeError
+}
+
+// withNote returns a copy of res with note as a last text block.
+func withNote(res *tool.Result, note string) *tool.Result {
+	cp := *res
+	cp.Content = append(append([]tool.Content(nil), res.Content...), tool.Content{Type: tool.TextContent, Text: note})
+	return &cp
+}
