@@ -85,7 +85,7 @@ func pair(in []provider.Message) []turn {
 			t.blocks = append(t.blocks, entry{b, origin{i, j}})
 		}
 		if m.Role != provider.Assistant {
-			t.blocks = orphanResults(t.blocks, nil)
+			t.blocks = orphanResults(t.blocks)
 			out = append(out, t)
 			continue
 		}
@@ -128,14 +128,14 @@ func pair(in []provider.Message) []turn {
 				Content: []provider.Block{{Type: provider.Text, Text: "no result was recorded for this call (interrupted or lost); its effect, if any, is unknown"}},
 			}, origin{-1, -1}})
 		}
-		u.blocks = append(u.blocks, orphanResults(rest, nil)...)
+		u.blocks = append(u.blocks, orphanResults(rest)...)
 		out = append(out, u)
 	}
 	return out
 }
 
 // orphanResults turns tool_result blocks without their call into text.
-func orphanResults(es []entry, _ []string) []entry {
+func orphanResults(es []entry) []entry {
 	out := make([]entry, 0, len(es))
 	for _, e := range es {
 		if e.b.Type != provider.ToolResult {
