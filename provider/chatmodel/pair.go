@@ -1,0 +1,109 @@
+package chatmodel
+
+import (
+	"fmt"
+
+	"github.com/aibuddy/aibuddy/provider"
+)
+
+// missingResult is the synthetic result given to a call whose result is
+// not in the transcript (an interrupted run, a result lost to truncation).
+const missingResult = "no result recorded for this call (interrupted or dropped from context); run it again if it is still needed"
+
+// pair returns msgs with the pairing the chat completions API enforces (cases
+// BH-051, BH-054): every tool_use is followed, in the next message, by
+// exactly one tool_result for it, and every tool_result answers a tool_use
+// that precedes it.
+//
+//   - A call with no later result gets a synthetic IsError result
+//     (missingResult).
+//   - A result whose call is not in msgs (an orphan, e.g. its call was
+//     truncated away) becomes user text naming the call id, so its content
+//     is not lost and no function_call_output without its function_call is
+//     sent.
+//   - A second result for the same call, and a second tool_use with an id
+//     already used, are dropped.
+//
+// Results are moved to a user message placed directly after the assistant
+// message holding their calls, in call order; the other blocks keep their
+// messages and order. msgs is not modified.
+func pair(msgs []provider.Message) []provider.Message {
+	callAt := map[string]int{} // tool_use id → index of its message
+	for i, m := range msgs {
+		for _, b := range m.Blocks {
+			if b.Type == provider.ToolUse {
+				if _, dup := callAt[b.ID]; !dup {
+					callAt[b.ID] = i
+				}
+			}
+		}
+	}
+	result := map[string]provider.Block{} // the first result after its call
+	for i, m := range msgs {
+		for _, b := range m.Blocks {
+			if b.Type != provider.ToolResult {
+				continue
+			}
+			if at, ok := callAt[b.ToolUseID]; ok && at < i {
+				if _, seen := result[b.ToolUseID]; !seen {
+					result[b.ToolUseID] = b
+				}
+			}
+		}
+	}
+	out := make([]provider.Message, 0, len(msgs)+1)
+	usedCall := map[string]bool{}
+	for i, m := range msgs {
+		var keep, results []provider.Block
+		for _, b := range m.Blocks {
+			switch b.Type {
+			case provider.ToolUse:
+				if usedCall[b.ID] || callAt[b.ID] != i {
+					continue // duplicate id
+				}
+				usedCall[b.ID] = true
+				keep = append(keep, b)
+				if r, ok := result[b.ID]; ok {
+					results = append(results, r)
+				} else {
+					results = append(results, provider.Block{Type: provider.ToolResult, ToolUseID: b.ID, IsError: true,
+						Content: []provider.Block{{Type: provider.Text, Text: missingResult}}})
+				}
+			case provider.ToolResult:
+				if _, ok := result[b.ToolUseID]; ok {
+					continue // moved next to its call
+				}
+				if _, ok := callAt[b.ToolUseID]; ok {
+					continue // a duplicate result, or a result before its call
+				}
+				keep = append(keep, orphanText(b))
+			default:
+				keep = append(keep, b)
+			}
+		}
+		if len(keep) > 0 {
+			out = append(out, provider.Message{Role: m.Role, Blocks: keep})
+		}
+		if len(results) > 0 {
+			out = append(out, provider.Message{Role: provider.User, Blocks: results})
+		}
+	}
+	return out
+}
+
+// orphanText turns a tool_result whose call is gone into user text.
+func orphanText(b provider.Block) provider.Block {
+	text := fmt.Sprintf("[result of tool call %s, whose call is no longer in context]", b.ToolUseID)
+	if b.IsError {
+		text += " (error)"
+	}
+	for _, c := range b.Content {
+		switch c.Type {
+		case provider.Text:
+			text += "\n" + c.Text
+		case provider.Image:
+			text += fmt.Sprintf("\n[image %s, %d bytes, omitted]", c.MIMEType, len(c.Data))
+		}
+	}
+	return provider.Block{Type: provider.Text, Text: text}
+}
