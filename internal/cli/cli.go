@@ -120,6 +120,7 @@ runs single tool calls, and explains the effective tool set of a run.`,
 		Version:       Version,
 	}
 	root.AddCommand(newMCP(o), newCall(o), newTools(o))
+	root.AddCommand(newRun(o))
 	return root
 }
 

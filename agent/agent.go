@@ -1,0 +1,621 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/aibuddy/aibuddy/approval"
+	"github.com/aibuddy/aibuddy/capability"
+	"github.com/aibuddy/aibuddy/discovery"
+	"github.com/aibuddy/aibuddy/provider"
+	"github.com/aibuddy/aibuddy/result"
+	"github.com/aibuddy/aibuddy/store"
+	"github.com/aibuddy/aibuddy/tool"
+)
+
+// Handler runs one call on the execution plane and never returns nil.
+type Handler = func(ctx context.Context, call *tool.Call) *tool.Result
+
+// Middleware wraps a Handler (call logging, redaction, result recording:
+// a result/ Recorder plugs in here).
+type Middleware func(next Handler) Handler
+
+// Defaults of [Options].
+const (
+	DefaultMaxSteps    = 50
+	DefaultCancelGrace = 10 * time.Second
+)
+
+// Options configure an Agent. Model and Set are required; every other zero
+// field takes the default given.
+type Options struct {
+	// Model is the route to the model; its Strategy decides how deferred
+	// tools are presented.
+	Model provider.Model
+	// ModelName goes into every request's Model field.
+	ModelName string
+	// Set is the run's effective tool set (capability.Resolve).
+	Set *capability.Set
+	// Discovery sets the count gates and tool_search bounds; nil means the
+	// seed's defaults.
+	Discovery *discovery.Options
+	// System is the system prompt; default the set's runtime instructions.
+	System string
+	// MaxSteps bounds the model calls of one run. Default 50.
+	MaxSteps int
+	// MaxTokens bounds one response, in output tokens; 0 is the adapter's
+	// default.
+	MaxTokens int
+	// Policy says which calls need a person's confirmation; nil means
+	// approval.DefaultPolicy(). Use &approval.Policy{} to confirm nothing.
+	Policy *approval.Policy
+	// Confirmer asks a person. nil refuses every call the policy marks
+	// (Authorization stage): a run never proceeds unasked.
+	Confirmer approval.Confirmer
+	// Middleware wrap each call outside the confirm gate, first entry
+	// outermost.
+	Middleware []Middleware
+	// Verify checks a result's evidence against its call; default
+	// [VerifyEvidence]. It returns the result to keep.
+	Verify func(call *tool.Call, res *tool.Result) *tool.Result
+	// Store keeps a durable record of every call (through a
+	// result.Recorder: "running" at start, the final record before the
+	// result reaches the model) and of every confirm exchange, and
+	// supplies compacted model forms when the context is rebuilt; nil
+	// keeps records in memory only (the transcript).
+	Store store.Store
+	// Compactor receives every finished record (compact.Compactor); only
+	// with a Store.
+	Compactor result.Compactor
+	// NewTaskID mints the task id of each run; default "task-<unix nanos
+	// base 36>".
+	NewTaskID func() string
+	// Now is the clock; default time.Now.
+	Now func() time.Time
+	// CancelGrace is how long a cancelled call may take to return before
+	// the run gives it a synthetic cancelled result and moves on. Default
+	// 10 s.
+	CancelGrace time.Duration
+	// Logger receives warnings (a record that could not be written);
+	// default discards.
+	Logger *slog.Logger
+}
+
+// Agent runs tasks with one model over one tool set. It holds no per-run
+// state: each Run gets a fresh discovery run, so any number may run at
+// once.
+type Agent struct {
+	opts    Options
+	catalog *discovery.Catalog
+}
+
+// New returns an Agent. Missing Model or Set is reported by Run.
+func New(opts Options) *Agent {
+	if opts.MaxSteps <= 0 {
+		opts.MaxSteps = DefaultMaxSteps
+	}
+	if opts.Policy == nil {
+		opts.Policy = approval.DefaultPolicy()
+	}
+	if opts.Verify == nil {
+		opts.Verify = VerifyEvidence
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.NewTaskID == nil {
+		now := opts.Now
+		opts.NewTaskID = func() string { return "task-" + strconv.FormatInt(now().UnixNano(), 36) }
+	}
+	if opts.CancelGrace <= 0 {
+		opts.CancelGrace = DefaultCancelGrace
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	a := &Agent{opts: opts}
+	if opts.Set != nil {
+		if opts.System == "" {
+			a.opts.System = opts.Set.Instructions()
+		}
+		a.catalog = discovery.NewCatalogWith(discovery.EntriesOf(opts.Set), opts.Discovery)
+	}
+	return a
+}
+
+// Catalog is the narrowing of the agent's tool set (gate decisions,
+// deferred index); nil without a Set.
+func (a *Agent) Catalog() *discovery.Catalog { return a.catalog }
+
+// EventKind names an Event.
+type EventKind string
+
+// Events of a run, in the order they can occur within a step.
+const (
+	EventStep       EventKind = "step"        // a step starts: Step, Tools (names presented to the model)
+	EventText       EventKind = "text"        // a text delta from the model: Text
+	EventToolCall   EventKind = "tool_call"   // a tool call starts: CallID, Tool, Input
+	EventOutput     EventKind = "output"      // live output of a call: CallID, Output (stdout/stderr chunk)
+	EventProgress   EventKind = "progress"    // progress of a call: CallID, Output
+	EventHeartbeat  EventKind = "heartbeat"   // a call is alive: CallID (never reaches the model)
+	EventConfirm    EventKind = "confirm"     // a person is asked to confirm: CallID, Action
+	EventDecision   EventKind = "decision"    // a confirm exchange completed: CallID, Exchange
+	EventToolResult EventKind = "tool_result" // a call ended: CallID, Tool, Result (IsError, Stage)
+	EventDone       EventKind = "done"        // the run ended: Summary (always the last event)
+)
+
+// Event is one item of a run's stream.
+type Event struct {
+	Kind     EventKind
+	Step     int // 1-based step the event belongs to
+	Text     string
+	Tools    []string
+	CallID   string
+	Tool     string
+	Input    json.RawMessage
+	Output   *tool.Event
+	Action   *approval.Action
+	Exchange *approval.Exchange
+	Result   *tool.Result
+	Summary  *Summary
+}
+
+// StopReason says why a run ended.
+type StopReason string
+
+// Stop reasons.
+const (
+	StopEndTurn   StopReason = "end_turn"   // the model answered without tool calls
+	StopMaxTokens StopReason = "max_tokens" // the model's answer was cut at its token limit
+	StopMaxSteps  StopReason = "max_steps"  // Options.MaxSteps model calls were made
+	StopCancelled StopReason = "cancelled"  // the context was cancelled (or the consumer stopped ranging)
+	StopError     StopReason = "error"      // the model call failed
+)
+
+// Summary is the outcome of one run.
+type Summary struct {
+	TaskID string
+	Steps  int // model calls made
+	Stop   StopReason
+	Calls  int // tool calls that got a result (synthetic cancelled ones included)
+	// Failures counts error results by stage (seed: "The lifecycle also
+	// gives failures a precise location").
+	Failures map[tool.Stage]int
+	// Exchanges are the run's confirm exchanges, in order.
+	Exchanges []approval.Exchange
+	Usage     provider.Usage
+	// RecordErrors counts records the Store refused (each logged).
+	RecordErrors int
+	// Transcript is the raw transcript: the task, every assistant turn
+	// and every tool result in full, confirm decisions as user text. Pass
+	// it to Continue to go on with a new message.
+	Transcript []provider.Message
+}
+
+// ErrNoModel and ErrNoSet: the Options lack a required part.
+var (
+	ErrNoModel = errors.New("agent: Options.Model is nil")
+	ErrNoSet   = errors.New("agent: Options.Set is nil")
+)
+
+// Run runs task to the end and streams its events. The last pair is always
+// an EventDone with the Summary; its error is nil when the model stopped
+// or the step limit was reached, ctx's error when the run was cancelled
+// (the transcript is still valid: every tool_use has its tool_result), and
+// the model's error (wrapped, "agent: model call in step N: …") when a
+// model call failed. Breaking out of the range cancels the run (running
+// commands are stopped) and no Done event follows.
+func (a *Agent) Run(ctx context.Context, task string) iter.Seq2[Event, error] {
+	return a.Continue(ctx, nil, task)
+}
+
+// Continue is Run over an earlier transcript (a previous Summary's): the
+// transcript is repaired first (an interrupted turn gets its missing
+// tool_results, BH-051), then text is added as the user's new message.
+// Discovery state is fresh: deferred tools referenced by retained calls
+// are active again, others need tool_search.
+func (a *Agent) Continue(ctx context.Context, prior []provider.Message, text string) iter.Seq2[Event, error] {
+	return func(yield func(Event, error) bool) {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		stopped := false
+		emit := func(ev Event) {
+			if stopped {
+				return
+			}
+			if !yield(ev, nil) {
+				stopped = true
+				cancel()
+			}
+		}
+		sum, err := a.loop(ctx, prior, text, emit)
+		if !stopped {
+			yield(Event{Kind: EventDone, Step: sum.Steps, Summary: sum}, err)
+		}
+	}
+}
+
+// run is the state of one run.
+type run struct {
+	a      *Agent
+	taskID string
+	dr     *discovery.Run
+	step   int
+	sum    *Summary
+
+	mu     sync.Mutex
+	queues map[string]*queue // call id -> its live event queue
+}
+
+func (a *Agent) loop(ctx context.Context, prior []provider.Message, text string, emit func(Event)) (*Summary, error) {
+	r := &run{a: a, taskID: a.opts.NewTaskID(), queues: map[string]*queue{}}
+	r.sum = &Summary{TaskID: r.taskID, Failures: map[tool.Stage]int{}}
+	end := func(stop StopReason, err error) (*Summary, error) {
+		r.sum.Stop = stop
+		return r.sum, err
+	}
+	if a.opts.Model == nil {
+		return end(StopError, ErrNoModel)
+	}
+	if a.opts.Set == nil {
+		return end(StopError, ErrNoSet)
+	}
+	r.dr = a.catalog.NewRun()
+	transcript := Repair(prior)
+	transcript = appendMessage(transcript, provider.Message{Role: provider.User,
+		Blocks: []provider.Block{{Type: provider.Text, Text: text}}})
+	r.sum.Transcript = transcript
+	handler := a.handler(r)
+	native := a.opts.Model.Strategy() == provider.Native
+
+	for step := 1; ; step++ {
+		if err := ctx.Err(); err != nil {
+			return end(StopCancelled, err)
+		}
+		if step > a.opts.MaxSteps {
+			return end(StopMaxSteps, nil)
+		}
+		r.step = step
+		sent := Rebuild(r.sum.Transcript, &RebuildOptions{Compacted: a.compacted(ctx)})
+		r.dr.Retain(ToolNames(sent))
+		tools := a.present(r.dr, native)
+		names := make([]string, len(tools))
+		for i, t := range tools {
+			names[i] = t.Name
+		}
+		emit(Event{Kind: EventStep, Step: step, Tools: names})
+
+		req := &provider.Request{Model: a.opts.ModelName, System: a.opts.System, Messages: sent, Tools: tools, MaxTokens: a.opts.MaxTokens}
+		msg, stop, err := a.callModel(ctx, r, req, emit)
+		r.sum.Steps = step
+		if err != nil {
+			if ctx.Err() != nil {
+				return end(StopCancelled, ctx.Err())
+			}
+			return end(StopError, fmt.Errorf("agent: model call in step %d: %w", step, err))
+		}
+		uses := prepareUses(&msg, step)
+		if len(msg.Blocks) > 0 {
+			r.sum.Transcript = appendMessage(r.sum.Transcript, msg)
+		}
+		if len(uses) == 0 {
+			if stop == "max_tokens" {
+				return end(StopMaxTokens, nil)
+			}
+			return end(StopEndTurn, nil)
+		}
+		results := r.runCalls(ctx, uses, handler, native, emit)
+		r.sum.Transcript = append(r.sum.Transcript, provider.Message{Role: provider.User, Blocks: results})
+		if err := ctx.Err(); err != nil {
+			return end(StopCancelled, err)
+		}
+	}
+}
+
+// callModel streams one response; text deltas go out as they come.
+func (a *Agent) callModel(ctx context.Context, r *run, req *provider.Request, emit func(Event)) (provider.Message, string, error) {
+	var texts string
+	var uses []provider.Block
+	var done *provider.Message
+	stop := ""
+	for ev, err := range a.opts.Model.Stream(ctx, req) {
+		if err != nil {
+			return provider.Message{}, "", err
+		}
+		switch ev.Kind {
+		case provider.EventText:
+			texts += ev.Text
+			emit(Event{Kind: EventText, Step: r.step, Text: ev.Text})
+		case provider.EventToolUse:
+			if ev.Block != nil {
+				uses = append(uses, *ev.Block)
+			}
+		case provider.EventDone:
+			stop = ev.StopReason
+			r.sum.Usage.InputTokens += ev.Usage.InputTokens
+			r.sum.Usage.OutputTokens += ev.Usage.OutputTokens
+			done = ev.Message
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return provider.Message{}, "", err
+	}
+	if done != nil {
+		m := *done
+		m.Role = provider.Assistant
+		return m, stop, nil
+	}
+	m := provider.Message{Role: provider.Assistant}
+	if texts != "" {
+		m.Blocks = append(m.Blocks, provider.Block{Type: provider.Text, Text: texts})
+	}
+	m.Blocks = append(m.Blocks, uses...)
+	return m, stop, nil
+}
+
+// prepareUses gives every tool_use of msg a unique non-empty id (minting
+// "call_<step>_<n>" where the model gave none or repeated one) and returns
+// them in order.
+func prepareUses(msg *provider.Message, step int) []provider.Block {
+	var uses []provider.Block
+	seen := map[string]bool{}
+	for i := range msg.Blocks {
+		b := &msg.Blocks[i]
+		if b.Type != provider.ToolUse {
+			continue
+		}
+		if b.ID == "" || seen[b.ID] {
+			b.ID = fmt.Sprintf("call_%d_%d", step, i)
+		}
+		seen[b.ID] = true
+		if len(b.Input) == 0 {
+			b.Input = json.RawMessage("{}")
+		}
+		uses = append(uses, *b)
+	}
+	return uses
+}
+
+// present returns the tools array of one request (seed: "Both strategies
+// consume the same defer decision; only schema presentation differs").
+func (a *Agent) present(dr *discovery.Run, native bool) []provider.Tool {
+	var out []provider.Tool
+	if !native {
+		for _, t := range dr.Active() {
+			out = append(out, provider.Tool{Name: t.Name(), Description: t.Description(), InputSchema: t.InputSchema()})
+		}
+		return out
+	}
+	for _, d := range a.catalog.Decisions() {
+		t, ok := a.opts.Set.Tool(d.Tool)
+		if !ok {
+			continue
+		}
+		out = append(out, provider.Tool{Name: t.Name(), Description: t.Description(), InputSchema: t.InputSchema(),
+			Deferred: d.Exposure == discovery.Deferred})
+	}
+	return out
+}
+
+// handler builds the run's execution chain (ARCHITECTURE.md, "One call,
+// end to end"): the result Recorder (with a Store), discovery's Dispatch
+// (Discovery stage), the Middleware, the confirm gate (Authorization),
+// the evidence check (Verification) around the tool set's Call (schema
+// check, handler, result hook).
+func (a *Agent) handler(r *run) Handler {
+	set := a.opts.Set
+	base := func(ctx context.Context, call *tool.Call) *tool.Result {
+		return a.opts.Verify(call, set.Call(ctx, call))
+	}
+	gate := &approval.Gate{
+		Policy:    a.opts.Policy,
+		Confirmer: a.opts.Confirmer,
+		Now:       a.opts.Now,
+		Lookup: func(name string) (*tool.Tool, string, bool) {
+			t, ok := set.Tool(name)
+			if !ok {
+				return nil, "", false
+			}
+			srv, _ := set.Server(name)
+			return t, srv, true
+		},
+		OnAsk: func(ctx context.Context, act approval.Action) {
+			r.push(act.CallID, Event{Kind: EventConfirm, Step: r.step, CallID: act.CallID, Tool: act.Tool, Action: &act})
+		},
+		OnDecision: func(ctx context.Context, ex approval.Exchange) {
+			r.mu.Lock()
+			r.sum.Exchanges = append(r.sum.Exchanges, ex)
+			r.mu.Unlock()
+			r.recordExchange(ctx, ex)
+			r.push(ex.Action.CallID, Event{Kind: EventDecision, Step: r.step, CallID: ex.Action.CallID, Tool: ex.Action.Tool, Exchange: &ex})
+		},
+	}
+	h := gate.Wrap(base)
+	for i := len(a.opts.Middleware) - 1; i >= 0; i-- {
+		h = a.opts.Middleware[i](h)
+	}
+	gated := h
+	h = func(ctx context.Context, call *tool.Call) *tool.Result { return r.dr.Dispatch(ctx, call, gated) }
+	if a.opts.Store != nil {
+		rec := result.New(a.opts.Store, &result.Options{Now: a.opts.Now, Compactor: a.opts.Compactor, Logger: a.opts.Logger})
+		dispatched := h
+		h = func(ctx context.Context, call *tool.Call) *tool.Result {
+			return rec.Call(ctx, r.taskID, call, dispatched)
+		}
+	}
+	return h
+}
+
+// runCalls runs one assistant turn's tool calls in order and returns the
+// user message's blocks: one tool_result per tool_use, in tool_use order,
+// then the turn's confirm decisions as text. After cancellation the calls
+// not yet started get "not run: cancelled" results (BH-051).
+func (r *run) runCalls(ctx context.Context, uses []provider.Block, h Handler, native bool, emit func(Event)) []provider.Block {
+	a := r.a
+	var results, notes []provider.Block
+	for _, u := range uses {
+		r.mu.Lock()
+		nEx := len(r.sum.Exchanges)
+		r.mu.Unlock()
+		var res *tool.Result
+		if ctx.Err() != nil {
+			res = tool.ErrorResult(tool.Errorf(tool.Execution, "not run: the run was cancelled before this call started").
+				WithHint("run it again if it is still needed"), u.Name)
+		} else {
+			emit(Event{Kind: EventToolCall, Step: r.step, CallID: u.ID, Tool: u.Name, Input: u.Input})
+			if native && !r.dr.IsActive(u.Name) {
+				// The provider's own tool search loaded it (native strategy).
+				if e, ok := a.catalog.Exposure(u.Name); ok && e == discovery.Deferred {
+					r.dr.Activate(u.Name)
+				}
+			}
+			res = r.execute(ctx, u, h, emit)
+		}
+		if res.IsError {
+			st := res.Stage
+			if st == "" {
+				st = tool.Execution
+			}
+			r.sum.Failures[st]++
+		}
+		r.sum.Calls++
+		emit(Event{Kind: EventToolResult, Step: r.step, CallID: u.ID, Tool: u.Name, Input: u.Input, Result: res})
+		results = append(results, ResultBlock(u.ID, res))
+		r.mu.Lock()
+		for _, ex := range r.sum.Exchanges[nEx:] {
+			notes = append(notes, provider.Block{Type: provider.Text, Text: ex.Text()})
+		}
+		r.mu.Unlock()
+	}
+	return append(results, notes...)
+}
+
+// execute runs one call on its own goroutine and pumps its live events to
+// the stream from this one (the iterator's), so a consumer sees output as
+// it is produced. A call that has not returned CancelGrace after
+// cancellation is abandoned with a synthetic cancelled result.
+func (r *run) execute(ctx context.Context, u provider.Block, h Handler, emit func(Event)) *tool.Result {
+	q := newQueue()
+	r.mu.Lock()
+	r.queues[u.ID] = q
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		delete(r.queues, u.ID)
+		r.mu.Unlock()
+	}()
+	call := &tool.Call{ID: u.ID, Name: u.Name, Input: u.Input, Events: func(e tool.Event) {
+		ev := Event{Step: r.step, CallID: u.ID, Tool: u.Name, Output: &e}
+		switch e.Kind {
+		case tool.EventStdout, tool.EventStderr:
+			ev.Kind = EventOutput
+		case tool.EventHeartbeat:
+			ev.Kind = EventHeartbeat
+		default:
+			ev.Kind = EventProgress
+		}
+		q.push(ev)
+	}}
+	done := make(chan *tool.Result, 1)
+	go func() {
+		var res *tool.Result
+		defer func() {
+			if p := recover(); p != nil {
+				res = tool.ErrorResult(tool.Errorf(tool.Execution, "the call panicked: %v", p), u.Name)
+			}
+			if res == nil {
+				res = tool.ErrorResult(tool.Errorf(tool.Execution, "the call returned no result"), u.Name)
+			}
+			done <- res
+		}()
+		res = h(ctx, call)
+	}()
+	ctxDone := ctx.Done()
+	var grace <-chan time.Time
+	for {
+		select {
+		case <-q.ready:
+			for _, ev := range q.drain() {
+				emit(ev)
+			}
+		case res := <-done:
+			for _, ev := range q.drain() {
+				emit(ev)
+			}
+			return res
+		case <-ctxDone:
+			ctxDone = nil
+			t := time.NewTimer(r.a.opts.CancelGrace)
+			defer t.Stop()
+			grace = t.C
+		case <-grace:
+			return tool.ErrorResult(tool.Errorf(tool.Execution,
+				"cancelled: the call did not stop within %s of cancellation and was abandoned", r.a.opts.CancelGrace).
+				WithHint("inspect the state before retrying: the effect may be partial"), u.Name)
+		}
+	}
+}
+
+// push sends ev to the live queue of call id, if the call is running.
+func (r *run) push(id string, ev Event) {
+	r.mu.Lock()
+	q := r.queues[id]
+	r.mu.Unlock()
+	if q != nil {
+		q.push(ev)
+	}
+}
+
+// queue is an unbounded event queue: producers (tool goroutines) never
+// block; the run's goroutine drains it.
+type queue struct {
+	mu    sync.Mutex
+	items []Event
+	ready chan struct{}
+}
+
+func newQueue() *queue { return &queue{ready: make(chan struct{}, 1)} }
+
+func (q *queue) push(ev Event) {
+	q.mu.Lock()
+	q.items = append(q.items, ev)
+	q.mu.Unlock()
+	select {
+	case q.ready <- struct{}{}:
+	default:
+	}
+}
+
+func (q *queue) drain() []Event {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	out := q.items
+	q.items = nil
+	return out
+}
+
+// ResultBlock is the tool_result block of one result: its text and image
+// content, is_error set for failures. An empty result reads "(no output)".
+func ResultBlock(id string, res *tool.Result) provider.Block {
+	b := provider.Block{Type: provider.ToolResult, ToolUseID: id, IsError: res.IsError}
+	for _, c := range res.Content {
+		switch c.Type {
+		case tool.ImageContent:
+			b.Content = append(b.Content, provider.Block{Type: provider.Image, Data: c.Data, MIMEType: c.MIMEType})
+		default:
+			b.Content = append(b.Content, provider.Block{Type: provider.Text, Text: c.Text})
+		}
+	}
+	if len(b.Content) == 0 {
+		b.Content = []provider.Block{{Type: provider.Text, Text: "(no output)"}}
+	}
+	return b
+}

@@ -1,0 +1,24 @@
+// Package agent runs an agent: the step loop that drives the capability
+// plane and the execution plane with a model (ARCHITECTURE.md, "One call,
+// end to end"; issue 7).
+//
+// Each step rebuilds the context from the run's transcript (completed
+// ask_user_question and confirm exchanges as plain user-role text,
+// compacted results in their compact form with their recovery pointer,
+// every tool_use paired with exactly one tool_result: [Rebuild], [Repair],
+// [Validate]), reactivates deferred tools that retained calls reference
+// (discovery.Run.Retain), presents the tools by the model's strategy
+// (activeTools: the active set; native: every tool with Deferred marks from
+// the same catalog decision), calls the model, and runs its tool calls
+// through discovery.Run.Dispatch, the confirm gate (approval.Gate), the
+// evidence check ([VerifyEvidence]) and capability.Set.Call. It stops when
+// the model stops, at the step limit, or when the context is cancelled; a
+// cancelled run still gives every tool_use its tool_result (BH-051, case
+// file 7-pairing.md).
+//
+// [Agent.Run] is an iter.Seq2[Event, error]: text deltas, tool-call
+// starts, live output and progress, results, human decisions, and a final
+// Done event carrying the [Summary] (stop reason, failures by stage, the
+// transcript). Heartbeats are passed to the client and never enter the
+// model's context.
+package agent

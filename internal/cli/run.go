@@ -1,0 +1,238 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/aibuddy/aibuddy/agent"
+	"github.com/aibuddy/aibuddy/approval"
+	"github.com/aibuddy/aibuddy/compact"
+	"github.com/aibuddy/aibuddy/provider"
+	"github.com/aibuddy/aibuddy/provider/anthropicmodel"
+	"github.com/aibuddy/aibuddy/store"
+	"github.com/aibuddy/aibuddy/store/sqlitestore"
+	"github.com/aibuddy/aibuddy/tool"
+)
+
+// modelSpec is what `aibuddy run` knows about the model route.
+type modelSpec struct {
+	route  provider.Route
+	apiKey string
+}
+
+// keyEnv is the environment variable holding each provider's key.
+var keyEnv = map[string]string{
+	"anthropic":   "ANTHROPIC_API_KEY",
+	"openai":      "OPENAI_API_KEY",
+	"openai-chat": "OPENAI_API_KEY",
+}
+
+// newModel is the one place `aibuddy run` builds a provider adapter with
+// its package's New(Options). provider/openaimodel and provider/chatmodel
+// join here once they are part of the build; until then those routes are a
+// usage error that says so.
+func newModel(s modelSpec, logger *slog.Logger) (provider.Model, error) {
+	switch s.route.Provider {
+	case "anthropic":
+		return anthropicmodel.New(anthropicmodel.Options{APIKey: s.apiKey, BaseURL: s.route.BaseURL,
+			Model: s.route.Model, Logger: logger}), nil
+	case "openai", "openai-chat":
+		return nil, fmt.Errorf("provider %q is not built into this aibuddy yet (its adapter package has not landed)", s.route.Provider)
+	}
+	return nil, fmt.Errorf("unknown provider %q (want anthropic, openai or openai-chat)", s.route.Provider)
+}
+
+func newRun(o *Options) *cobra.Command {
+	var c common
+	var providerName, modelName, baseURL string
+	var maxSteps int
+	cmd := &cobra.Command{
+		Use:   "run TASK",
+		Short: "Run an agent on a task: a model drives the tools over the workspace",
+		Long: `Run an agent on TASK with a model and the run's effective tool set (the same
+settings file as "aibuddy mcp": tool keys, sandbox, limits, MCP servers, skills).
+
+The model's text goes to stdout; each tool call, its live output and its result
+go to stderr. High-impact actions (destructive MCP tools, recursive deletes,
+force pushes, commands naming credential files such as .env) are put to you on
+the terminal before they run; approve with "y", anything else rejects.
+ask_user_question prompts on the terminal too. Ctrl-C stops the run cleanly:
+running commands are stopped and every call keeps its record.
+
+Keys come from the environment: ANTHROPIC_API_KEY (anthropic) or
+OPENAI_API_KEY (openai: Responses API; openai-chat: chat completions
+compatible endpoints, e.g. a local model server with --base-url).`,
+		Example: `  aibuddy run "add a test for the parser" --workspace ~/src/project
+  aibuddy run --provider openai --model gpt-5 "fix the failing build"
+  aibuddy run --provider openai-chat --base-url http://localhost:11434/v1 --model llama3 "list the TODOs"`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			task := strings.TrimSpace(strings.Join(args, " "))
+			if task == "" {
+				return usageErr("the task is empty")
+			}
+			envName, ok := keyEnv[providerName]
+			if !ok {
+				return usageErr("unknown --provider %q (want anthropic, openai or openai-chat)", providerName)
+			}
+			spec := modelSpec{
+				route:  provider.Route{Provider: providerName, Model: modelName, BaseURL: baseURL, BYOK: true},
+				apiKey: os.Getenv(envName),
+			}
+			if spec.apiKey == "" && baseURL == "" {
+				return usageErr("%s is not set (the %s provider needs a key)", envName, providerName)
+			}
+			ctx := cmd.Context()
+			errw := cmd.ErrOrStderr()
+			term := approval.NewTerminal(cmd.InOrStdin(), errw)
+			ro := *o
+			ro.Services = maps.Clone(o.Services)
+			if ro.Services == nil {
+				ro.Services = map[string]any{}
+			}
+			if _, set := ro.Services[approval.ServiceUserInput]; !set {
+				ro.Services[approval.ServiceUserInput] = approval.Asker(term)
+			}
+			r, err := c.resolve(ctx, &ro)
+			if err != nil {
+				return err
+			}
+			defer r.close()
+			model, err := newModel(spec, r.logger)
+			if err != nil {
+				return usageErr("%v", err)
+			}
+			// Records are kept in the data folder (a stopped run keeps
+			// them); results are compacted in the background only when the
+			// run can recover them (view_tool_call is in the set).
+			var st store.Store
+			var cp *compact.Compactor
+			if db, err := sqlitestore.Open(filepath.Join(r.dataDir, "store.db"), nil); err != nil {
+				fmt.Fprintf(errw, "aibuddy: call records are not kept: %v\n", err)
+			} else {
+				st = db
+				defer db.Close()
+				if _, ok := r.set.Tool("view_tool_call"); ok {
+					if c, err := compact.New(db, &compact.Options{DataDir: r.dataDir, Logger: r.logger}); err == nil {
+						cp = c
+						defer c.Close()
+					}
+				}
+			}
+
+			ao := agent.Options{
+				Model:     model,
+				ModelName: modelName,
+				Set:       r.set,
+				Discovery: r.discovery,
+				MaxSteps:  maxSteps,
+				Confirmer: term,
+				Store:     st,
+				Logger:    r.logger,
+			}
+			if cp != nil { // a nil *Compactor must not become a non-nil interface
+				ao.Compactor = cp
+			}
+			ag := agent.New(ao)
+			sum, err := streamRun(ctx, ag.Run(ctx, task), cmd.OutOrStdout(), errw)
+			if sum != nil {
+				printSummary(errw, sum)
+			}
+			switch {
+			case err == nil:
+				return nil
+			case errors.Is(err, context.Canceled):
+				return &exitError{code: ExitFailure, err: errors.New("stopped: the run was cancelled")}
+			default:
+				return &exitError{code: ExitFailure, err: err}
+			}
+		},
+	}
+	c.register(cmd)
+	cmd.Flags().StringVar(&providerName, "provider", "anthropic", "model provider: anthropic, openai (Responses API) or openai-chat (chat completions compatible)")
+	cmd.Flags().StringVar(&modelName, "model", "", "model name (default: the provider adapter's default)")
+	cmd.Flags().StringVar(&baseURL, "base-url", "", "API base URL (default: the provider's official endpoint)")
+	cmd.Flags().IntVar(&maxSteps, "max-steps", agent.DefaultMaxSteps, "most model calls in one run")
+	return cmd
+}
+
+// streamRun prints a run's events: model text to out, tool calls, live
+// output, decisions and results to errw. It returns the summary and the
+// run's error.
+func streamRun(ctx context.Context, events func(func(agent.Event, error) bool), out, errw io.Writer) (*agent.Summary, error) {
+	var sum *agent.Summary
+	var runErr error
+	midLine := false
+	for ev, err := range events {
+		if ev.Kind != agent.EventText && midLine {
+			fmt.Fprintln(out)
+			midLine = false
+		}
+		switch ev.Kind {
+		case agent.EventText:
+			fmt.Fprint(out, ev.Text)
+			midLine = !strings.HasSuffix(ev.Text, "\n")
+		case agent.EventToolCall:
+			fmt.Fprintf(errw, "▶ %s %s\n", ev.Tool, oneLine(string(ev.Input), 200))
+		case agent.EventOutput:
+			_, _ = errw.Write(ev.Output.Data)
+		case agent.EventProgress:
+			if ev.Output.Message != "" {
+				fmt.Fprintf(errw, "  … %s\n", ev.Output.Message)
+			}
+		case agent.EventDecision:
+			fmt.Fprintf(errw, "  %s\n", oneLine(ev.Exchange.Text(), 300))
+		case agent.EventToolResult:
+			res := ev.Result
+			if res.IsError {
+				fmt.Fprintf(errw, "✗ %s [%s] %s\n", ev.Tool, res.Stage, oneLine(res.AllText(), 300))
+			} else {
+				fmt.Fprintf(errw, "✓ %s %s\n", ev.Tool, oneLine(res.AllText(), 120))
+			}
+		case agent.EventDone:
+			sum, runErr = ev.Summary, err
+		}
+	}
+	if midLine {
+		fmt.Fprintln(out)
+	}
+	return sum, runErr
+}
+
+// printSummary writes the run summary: steps, calls, failures by stage.
+func printSummary(w io.Writer, s *agent.Summary) {
+	fmt.Fprintf(w, "── run %s: %s after %d step(s), %d tool call(s)", s.TaskID, s.Stop, s.Steps, s.Calls)
+	if s.Usage.InputTokens+s.Usage.OutputTokens > 0 {
+		fmt.Fprintf(w, ", %d input / %d output tokens", s.Usage.InputTokens, s.Usage.OutputTokens)
+	}
+	fmt.Fprintln(w)
+	var parts []string
+	for _, st := range tool.Stages {
+		if n := s.Failures[st]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", st.Title(), n))
+		}
+	}
+	if len(parts) > 0 {
+		fmt.Fprintf(w, "   failures by stage: %s\n", strings.Join(parts, ", "))
+	}
+	if s.RecordErrors > 0 {
+		fmt.Fprintf(w, "   %d record(s) could not be written\n", s.RecordErrors)
+	}
+}
+
+func oneLine(s string, max int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > max {
+		s = string(r[:max]) + "…"
+	}
+	return s
+}
