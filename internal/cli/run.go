@@ -18,6 +18,8 @@ import (
 	"github.com/aibuddy/aibuddy/compact"
 	"github.com/aibuddy/aibuddy/provider"
 	"github.com/aibuddy/aibuddy/provider/anthropicmodel"
+	"github.com/aibuddy/aibuddy/provider/chatmodel"
+	"github.com/aibuddy/aibuddy/provider/openaimodel"
 	"github.com/aibuddy/aibuddy/store"
 	"github.com/aibuddy/aibuddy/store/sqlitestore"
 	"github.com/aibuddy/aibuddy/tool"
@@ -37,16 +39,24 @@ var keyEnv = map[string]string{
 }
 
 // newModel is the one place `aibuddy run` builds a provider adapter with
-// its package's New(Options). provider/openaimodel and provider/chatmodel
-// join here once they are part of the build; until then those routes are a
-// usage error that says so.
+// its package's New(Options). Each adapter picks its deferral strategy
+// from the route (provider.ChooseStrategy). The OpenAI routes need a
+// model name.
 func newModel(s modelSpec, logger *slog.Logger) (provider.Model, error) {
 	switch s.route.Provider {
 	case "anthropic":
 		return anthropicmodel.New(anthropicmodel.Options{APIKey: s.apiKey, BaseURL: s.route.BaseURL,
 			Model: s.route.Model, Logger: logger}), nil
-	case "openai", "openai-chat":
-		return nil, fmt.Errorf("provider %q is not built into this aibuddy yet (its adapter package has not landed)", s.route.Provider)
+	case "openai":
+		if s.route.Model == "" {
+			return nil, errors.New("--model is required with --provider openai (e.g. gpt-5)")
+		}
+		return openaimodel.New(openaimodel.Options{APIKey: s.apiKey, BaseURL: s.route.BaseURL, Model: s.route.Model}), nil
+	case "openai-chat":
+		if s.route.Model == "" {
+			return nil, errors.New("--model is required with --provider openai-chat (the name the endpoint serves)")
+		}
+		return chatmodel.New(chatmodel.Options{APIKey: s.apiKey, BaseURL: s.route.BaseURL, Model: s.route.Model, Logger: logger}), nil
 	}
 	return nil, fmt.Errorf("unknown provider %q (want anthropic, openai or openai-chat)", s.route.Provider)
 }
@@ -159,7 +169,7 @@ compatible endpoints, e.g. a local model server with --base-url).`,
 	}
 	c.register(cmd)
 	cmd.Flags().StringVar(&providerName, "provider", "anthropic", "model provider: anthropic, openai (Responses API) or openai-chat (chat completions compatible)")
-	cmd.Flags().StringVar(&modelName, "model", "", "model name (default: the provider adapter's default)")
+	cmd.Flags().StringVar(&modelName, "model", "", "model name (anthropic default: the adapter's; required for openai and openai-chat)")
 	cmd.Flags().StringVar(&baseURL, "base-url", "", "API base URL (default: the provider's official endpoint)")
 	cmd.Flags().IntVar(&maxSteps, "max-steps", agent.DefaultMaxSteps, "most model calls in one run")
 	return cmd
