@@ -28,6 +28,10 @@ const ViewToolCallName = "view_tool_call"
 // needs the "records" service (a store.Store).
 const GroupKey = "records"
 
+// ServiceRecords is the service name under which a run injects its
+// store.Store for view_tool_call (capability.RunSpec.Services).
+const ServiceRecords = "records"
+
 // Defaults of ViewOptions.
 const (
 	DefaultViewChars  = 8000 // characters of one slice
@@ -128,7 +132,7 @@ func Group(dataDir string, opts *ViewOptions) registry.Group {
 	return registry.Group{
 		Key:          GroupKey,
 		Names:        []string{ViewToolCallName},
-		Requires:     registry.Requirements{Services: []string{GroupKey}},
+		Requires:     registry.Requirements{Services: []string{ServiceRecords}},
 		Instructions: Instructions,
 		Build: func(env registry.Env) ([]*tool.Tool, error) {
 			st, ok := registry.Service[store.Store](env, GroupKey)

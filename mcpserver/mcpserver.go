@@ -42,6 +42,10 @@ type Options struct {
 	// Discovery sets the count gates and tool_search bounds; nil means the
 	// seed's defaults (10 tools per server, 30 in all).
 	Discovery *discovery.Options
+	// Wrap, when set, is middleware around every call (the call records:
+	// result.Recorder.Call fits with a task id bound): it receives the call
+	// and the gateway's own dispatch as next.
+	Wrap func(ctx context.Context, call *tool.Call, next func(context.Context, *tool.Call) *tool.Result) *tool.Result
 }
 
 // Meta keys aibuddy sets on a CallToolResult's _meta.
@@ -189,6 +193,13 @@ func (g *Gateway) syncLocked() {
 // dispatch runs a call through the current run (which answers tool_search
 // itself and refuses inactive tools) and the set.
 func (g *Gateway) dispatch(ctx context.Context, call *tool.Call) *tool.Result {
+	if g.opts.Wrap != nil {
+		return g.opts.Wrap(ctx, call, g.dispatchRun)
+	}
+	return g.dispatchRun(ctx, call)
+}
+
+func (g *Gateway) dispatchRun(ctx context.Context, call *tool.Call) *tool.Result {
 	g.mu.Lock()
 	run, set := g.run, g.set
 	g.mu.Unlock()

@@ -50,8 +50,13 @@ type Block struct {
 	Data     []byte `json:"data,omitempty"`      // Image: raw bytes (not base64)
 	MIMEType string `json:"mime_type,omitempty"` // Image
 
-	Provider string          `json:"provider,omitempty"` // Opaque: "anthropic", "openai"
-	Raw      json.RawMessage `json:"raw,omitempty"`      // Opaque: the provider's block, verbatim
+	// Provider and Raw: on an Opaque block, whose block it is ("anthropic",
+	// "openai") and the block verbatim. On another block read from a
+	// response, an adapter may keep its own original item there (e.g. an
+	// OpenAI output item with its id) and resend it as-is when the block
+	// comes back unchanged; adapters of other providers ignore it.
+	Provider string          `json:"provider,omitempty"`
+	Raw      json.RawMessage `json:"raw,omitempty"`
 }
 
 // Message is one turn of the transcript.

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -63,7 +64,8 @@ failure's stage is printed with the error.`,
 			cat := discovery.NewCatalogWith(discovery.EntriesOf(r.set), r.discovery)
 			dr := cat.NewRun()
 			dr.Activate(call.Name)
-			res := dr.Dispatch(cmd.Context(), call, r.set.Call)
+			res := r.recorder.Call(cmd.Context(), newTaskID("cli"), call,
+				func(ctx context.Context, c *tool.Call) *tool.Result { return dr.Dispatch(ctx, c, r.set.Call) })
 			if asJSON {
 				if err := writeResultJSON(cmd.OutOrStdout(), call, res); err != nil {
 					return &exitError{code: ExitFailure, err: err}

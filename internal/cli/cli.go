@@ -8,20 +8,26 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/aibuddy/aibuddy/approval"
 	"github.com/aibuddy/aibuddy/capability"
+	"github.com/aibuddy/aibuddy/compact"
 	"github.com/aibuddy/aibuddy/config"
 	"github.com/aibuddy/aibuddy/coretools"
 	"github.com/aibuddy/aibuddy/discovery"
 	"github.com/aibuddy/aibuddy/mcpclient"
 	"github.com/aibuddy/aibuddy/registry"
+	"github.com/aibuddy/aibuddy/result"
 	"github.com/aibuddy/aibuddy/sandbox"
 	"github.com/aibuddy/aibuddy/sandbox/localsandbox"
 	"github.com/aibuddy/aibuddy/sandbox/sandboxes"
 	"github.com/aibuddy/aibuddy/skills"
+	"github.com/aibuddy/aibuddy/store"
+	"github.com/aibuddy/aibuddy/store/sqlitestore"
 )
 
 // Exit codes.
@@ -119,7 +125,7 @@ runs single tool calls, and explains the effective tool set of a run.`,
 		SilenceErrors: true,
 		Version:       Version,
 	}
-	root.AddCommand(newMCP(o), newCall(o), newTools(o))
+	root.AddCommand(newMCP(o), newCall(o), newTools(o), newCalls(o))
 	root.AddCommand(newRun(o))
 	return root
 }
@@ -133,6 +139,9 @@ type run struct {
 	registry   *registry.Registry
 	mcp        *mcpclient.Manager // nil without MCP servers
 	skills     *skills.Catalog
+	store      store.Store        // the call records (dataDir/records.db)
+	recorder   *result.Recorder   // records every call before its result is handed back
+	compactor  *compact.Compactor // background precompaction of large results
 	set        *capability.Set
 	exclusions []capability.Exclusion
 	logger     *slog.Logger
@@ -141,6 +150,13 @@ type run struct {
 }
 
 func (r *run) close() {
+	if r.compactor != nil {
+		r.compactor.Wait() // let started compactions finish: records stay whole either way
+		_ = r.compactor.Close()
+	}
+	if r.store != nil {
+		_ = r.store.Close()
+	}
 	if r.mcp != nil {
 		_ = r.mcp.Close()
 	}
@@ -160,18 +176,12 @@ func (c *common) resolve(ctx context.Context, o *Options) (*run, error) {
 	}
 	r.logger = slog.New(slog.NewTextHandler(o.Stderr, &slog.HandlerOptions{Level: logLevel}))
 
-	cfgPath := c.config
-	if cfgPath == "" {
-		cfgPath = os.Getenv("AIBUDDY_CONFIG")
+	cfg, cfgDir, err := c.loadConfig()
+	if err != nil {
+		return nil, err
 	}
-	cfgDir := ""
-	if cfgPath != "" {
-		cfg, err := config.Load(cfgPath)
-		if err != nil {
-			return nil, usageErr("%v", err)
-		}
+	if cfg != nil {
 		r.cfg = cfg
-		cfgDir = filepath.Dir(cfgPath)
 	}
 	ws := c.workspace
 	if ws == "" && r.cfg.Sandbox.Workspace != "" {
@@ -208,10 +218,26 @@ func (c *common) resolve(ctx context.Context, o *Options) (*run, error) {
 		r.close()
 		return nil, usageErr("refusing to start: %v", err)
 	}
+	st, err := sqlitestore.Open(filepath.Join(r.dataDir, "records.db"), nil)
+	if err != nil {
+		r.close()
+		return nil, usageErr("opening the call records: %v (set --data-dir to a writable folder)", err)
+	}
+	r.store = st
+	r.compactor, err = compact.New(st, &compact.Options{DataDir: r.dataDir, GroupOf: r.registry.GroupOf, Logger: r.logger})
+	if err != nil {
+		r.close()
+		return nil, &exitError{code: ExitFailure, err: err}
+	}
+	r.recorder = result.New(st, &result.Options{Compactor: r.compactor, Logger: r.logger})
 	d := r.cfg.Discovery
 	r.discovery = &discovery.Options{Gates: discovery.Gates{PerServer: d.PerServer, Total: d.Total},
 		DefaultResults: d.SearchResults, MaxResults: d.SearchMax}
-	r.spec = capability.RunSpec{ToolKeys: r.cfg.ToolKeys, Services: o.Services, Sandbox: sb}
+	services := map[string]any{compact.ServiceRecords: st}
+	for k, v := range o.Services {
+		services[k] = v
+	}
+	r.spec = capability.RunSpec{ToolKeys: r.cfg.ToolKeys, Services: services, Sandbox: sb}
 	if cat.Len() > 0 {
 		r.spec.Prerequisites = append(r.spec.Prerequisites, skills.Prerequisite)
 	}
@@ -231,6 +257,23 @@ func (c *common) resolve(ctx context.Context, o *Options) (*run, error) {
 		return nil, &exitError{code: ExitFailure, err: err}
 	}
 	return r, nil
+}
+
+// loadConfig reads the settings file named by --config or
+// $AIBUDDY_CONFIG; nil when there is none. dir is the file's folder.
+func (c *common) loadConfig() (cfg *config.Config, dir string, err error) {
+	path := c.config
+	if path == "" {
+		path = os.Getenv("AIBUDDY_CONFIG")
+	}
+	if path == "" {
+		return nil, "", nil
+	}
+	cfg, err = config.Load(path)
+	if err != nil {
+		return nil, "", usageErr("%v", err)
+	}
+	return cfg, filepath.Dir(path), nil
 }
 
 // resolveSet computes a fresh effective tool set (fresh per-run state)
@@ -289,15 +332,22 @@ func relativeTo(base, p string) string {
 // BuiltinRegistry is the start-up registry of the aibuddy program: the
 // filesystem and execute groups bounded by cfg's limits (execute keeps full
 // output under dataDir/outputs), the interaction group (ask_user_question,
-// present only where a user_input service is injected) and the skills group
-// (view_skill, present only when cat holds a skill).
+// present only where a user_input service is injected), the skills group
+// (view_skill, present only when cat holds a skill) and the records group
+// (view_tool_call over the call records).
 func BuiltinRegistry(cfg *config.Config, dataDir string, cat *skills.Catalog) *registry.Registry {
 	outputs := ""
 	if dataDir != "" {
 		outputs = filepath.Join(dataDir, "outputs")
 	}
 	fs, ex := ToolOptions(cfg, outputs)
-	groups := append(coretools.Groups(fs, ex), approval.Group(), skills.Group(cat))
-	metas := append(append([]registry.Meta(nil), coretools.Metas...), approval.Meta, skills.Meta)
+	groups := append(coretools.Groups(fs, ex), approval.Group(), skills.Group(cat),
+		compact.Group(dataDir, &compact.ViewOptions{FullOutputDir: outputs}))
+	metas := append(append([]registry.Meta(nil), coretools.Metas...), approval.Meta, skills.Meta, compact.Meta)
 	return registry.New(groups, metas, nil)
+}
+
+// newTaskID mints the id of one run (task) for the call records.
+func newTaskID(prefix string) string {
+	return prefix + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -154,4 +155,56 @@ func TestSkillsFromSettings(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "view_skill") || !strings.Contains(out, "missing_prerequisite") {
 		t.Errorf("no skills: exit %d\n%s", code, out)
 	}
+}
+
+// TestCallsRecordsCompactionAndRecovery: calls through `aibuddy call` are
+// recorded; `calls list` counts failures by stage; a large result is
+// compacted with a pointer and recovered exactly by view_tool_call.
+func TestCallsRecordsCompactionAndRecovery(t *testing.T) {
+	ws, data := t.TempDir(), t.TempDir()
+	common := []string{"--workspace", ws, "--data-dir", data}
+	// A JSON document far over the 2,500-token threshold, under the
+	// 30,000-character execute cap.
+	var items []string
+	for i := range 600 {
+		items = append(items, fmt.Sprintf(`{"id":%d,"name":"item-%d"}`, i, i))
+	}
+	doc := "[" + strings.Join(items, ",") + "]"
+	if err := os.WriteFile(filepath.Join(ws, "items.json"), []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runCLI(t, cli.Options{}, append([]string{"call", "execute", `{"command":"cat items.json"}`, "--json"}, common...)...)
+	if code != 0 {
+		t.Fatalf("execute: %d %s %s", code, out, errs)
+	}
+	var res struct{ ToolCallID string }
+	if err := json.Unmarshal([]byte(out), &res); err != nil || res.ToolCallID == "" {
+		t.Fatalf("%v %s", err, out)
+	}
+	if !strings.Contains(out, `item-599`) {
+		t.Error("the caller must get the whole result, uncompacted")
+	}
+	if code, _, _ := runCLI(t, cli.Options{}, append([]string{"call", "read_file", `{"path":"missing.txt"}`}, common...)...); code != cli.ExitToolError {
+		t.Errorf("read_file of a missing file: exit %d", code)
+	}
+	code, out, _ = runCLI(t, cli.Options{}, append([]string{"calls", "list", "--json"}, "--data-dir", data)...)
+	if code != 0 || !strings.Contains(out, `"parameters": 1`) {
+		t.Errorf("calls list: %d %s", code, out)
+	}
+	code, out, _ = runCLI(t, cli.Options{}, "calls", "show", res.ToolCallID, "--projection", "model", "--data-dir", data)
+	if code != 0 || !strings.Contains(out, "view_tool_call") || len(out) >= len(doc) {
+		t.Errorf("model projection not compacted with a pointer (%d bytes): %.400s", len(out), out)
+	}
+	code, out, _ = runCLI(t, cli.Options{}, "calls", "show", res.ToolCallID, "--projection", "record", "--data-dir", data)
+	if code != 0 || !strings.Contains(out, `"pointer": "compacted_outputs/`) || !strings.Contains(out, `item-599`) {
+		t.Errorf("record projection: %.600s", out)
+	}
+	// Recovery by id, in bounded slices, through the same pipeline.
+	var got strings.Builder
+	args := fmt.Sprintf(`{"id":%q,"json_path":"$[599].name"}`, res.ToolCallID)
+	code, out, errs = runCLI(t, cli.Options{}, append([]string{"call", "view_tool_call", args}, common...)...)
+	if code != 0 || !strings.Contains(out, "item-599") {
+		t.Errorf("view_tool_call json_path: %d %s %s", code, out, errs)
+	}
+	got.WriteString(out)
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/aibuddy/aibuddy/approval"
 	"github.com/aibuddy/aibuddy/mcpserver"
+	"github.com/aibuddy/aibuddy/tool"
 )
 
 func newMCP(o *Options) *cobra.Command {
@@ -89,7 +90,14 @@ func (g *gateways) add() *mcpserver.Gateway {
 	if err := g.r.resolveSet(); err != nil {
 		g.r.logger.Error("resolving the tool set", "err", err)
 	}
-	gw := mcpserver.NewGateway(g.r.set, g.opts)
+	// Each session is one task in the call records.
+	opts := *g.opts
+	task := newTaskID("mcp")
+	rec := g.r.recorder
+	opts.Wrap = func(ctx context.Context, call *tool.Call, next func(context.Context, *tool.Call) *tool.Result) *tool.Result {
+		return rec.Call(ctx, task, call, next)
+	}
+	gw := mcpserver.NewGateway(g.r.set, &opts)
 	g.all = append(g.all, gw)
 	return gw
 }

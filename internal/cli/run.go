@@ -8,20 +8,16 @@ import (
 	"log/slog"
 	"maps"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/aibuddy/aibuddy/agent"
 	"github.com/aibuddy/aibuddy/approval"
-	"github.com/aibuddy/aibuddy/compact"
 	"github.com/aibuddy/aibuddy/provider"
 	"github.com/aibuddy/aibuddy/provider/anthropicmodel"
 	"github.com/aibuddy/aibuddy/provider/chatmodel"
 	"github.com/aibuddy/aibuddy/provider/openaimodel"
-	"github.com/aibuddy/aibuddy/store"
-	"github.com/aibuddy/aibuddy/store/sqlitestore"
 	"github.com/aibuddy/aibuddy/tool"
 )
 
@@ -121,24 +117,6 @@ compatible endpoints, e.g. a local model server with --base-url).`,
 			if err != nil {
 				return usageErr("%v", err)
 			}
-			// Records are kept in the data folder (a stopped run keeps
-			// them); results are compacted in the background only when the
-			// run can recover them (view_tool_call is in the set).
-			var st store.Store
-			var cp *compact.Compactor
-			if db, err := sqlitestore.Open(filepath.Join(r.dataDir, "store.db"), nil); err != nil {
-				fmt.Fprintf(errw, "aibuddy: call records are not kept: %v\n", err)
-			} else {
-				st = db
-				defer db.Close()
-				if _, ok := r.set.Tool("view_tool_call"); ok {
-					if c, err := compact.New(db, &compact.Options{DataDir: r.dataDir, Logger: r.logger}); err == nil {
-						cp = c
-						defer c.Close()
-					}
-				}
-			}
-
 			ao := agent.Options{
 				Model:     model,
 				ModelName: modelName,
@@ -146,11 +124,12 @@ compatible endpoints, e.g. a local model server with --base-url).`,
 				Discovery: r.discovery,
 				MaxSteps:  maxSteps,
 				Confirmer: term,
-				Store:     st,
+				// Records in the data folder (a stopped run keeps them);
+				// large results compacted in the background, recoverable
+				// with view_tool_call.
+				Store:     r.store,
+				Compactor: r.compactor,
 				Logger:    r.logger,
-			}
-			if cp != nil { // a nil *Compactor must not become a non-nil interface
-				ao.Compactor = cp
 			}
 			ag := agent.New(ao)
 			sum, err := streamRun(ctx, ag.Run(ctx, task), cmd.OutOrStdout(), errw)
