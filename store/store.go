@@ -35,10 +35,10 @@ const (
 
 // Record is the durable record of one tool call.
 type Record struct {
-	ToolCallID string // stable id (provider tool_use id, or minted); primary key
-	TaskID     string // the run (task) the call belongs to
-	Seq        int64  // order of the call within its task, assigned by Put when 0
-	Tool       string // tool name as called
+	ToolCallID string          // stable id (provider tool_use id, or minted); primary key
+	TaskID     string          // the run (task) the call belongs to
+	Seq        int64           // order of the call within its task, assigned by Put when 0
+	Tool       string          // tool name as called
 	Input      json.RawMessage // raw input, exactly as received
 	// Output is the raw result: the JSON of the whole tool result as first
 	// produced (content blocks, isError, stage, evidence), never trimmed.
