@@ -53,17 +53,13 @@ func (j grepJob) openFile() (r io.Reader, size int64, mod time.Time, closeFile f
 // sharedDir is a directory handle shared by the walk and the grep jobs of
 // its files; the last one to finish closes it.
 type sharedDir struct {
-	root *os.Root
-	file *os.File // the directory opened for reading, when jobs use its fd; may be nil
+	dir  *dirHandle
 	refs atomic.Int32
 }
 
 func (d *sharedDir) release() {
 	if d.refs.Add(-1) == 0 {
-		if d.file != nil {
-			d.file.Close()
-		}
-		d.root.Close()
+		d.dir.close()
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -135,20 +136,31 @@ func (s *Sandbox) Search(ctx context.Context, req sandbox.SearchRequest) (*sandb
 		}
 		sr.file(func() (*os.File, error) { return s.root.Open(r.rel) }, nil, r.display, path.Base(r.rel), fi.ModTime(), fi.Size())
 	} else {
+		var ign []gitignore.Pattern
 		if !req.NoIgnore {
-			sr.loadAncestorIgnores(r.rel)
+			ign = sr.loadAncestorIgnores(r.rel)
 		}
-		dir, err := s.root.OpenRoot(r.rel)
+		dir, err := openWalkRoot(s.root, r.rel)
 		if err != nil {
 			return nil, s.pathErr(op, r.display, err)
 		}
 		if sr.re != nil {
 			sr.pool = newGrepPool(sr, grepWorkers())
 		}
-		sr.walk(dir, r.rel, "", 0) // closes dir
+		sr.queue.cond.L = &sr.queue.mu
+		sr.queue.tasks = append(sr.queue.tasks, dirTask{dir: dir, rel: r.rel, ign: ign})
+		var walkers sync.WaitGroup
+		for range walkWorkers() - 1 {
+			walkers.Go(sr.walkLoop)
+		}
+		sr.walkLoop()
+		walkers.Wait()
 		if sr.pool != nil {
 			sr.pool.wait()
 		}
+		// Walkers finish in any order: list hidden directories as a
+		// one-goroutine walk would meet them.
+		slices.SortFunc(sr.res.SkippedHidden, comparePaths)
 	}
 	return sr.finish(), nil
 }
@@ -165,17 +177,17 @@ type searcher struct {
 	re        *regexp.Regexp
 
 	rootDisplay string
-	ignores     []gitignore.Pattern // in increasing priority
 
 	reFast *regexp.Regexp // re in multi-line mode for whole-buffer scans; nil: line by line only
 
 	res      *sandbox.SearchResult
-	mu       sync.Mutex // guards files, retained and res's grep counters while workers run
+	mu       sync.Mutex // guards files, retained and res while walkers and grep workers run
 	files    []*fileRes
 	retained int // matches (grep) or files (glob) held in files
 	stopped  atomic.Bool
-	steps    int
 	pool     *grepPool // nil: grep in the walking goroutine
+
+	queue walkQueue // directories waiting for a walking goroutine
 }
 
 type fileRes struct {
@@ -196,117 +208,262 @@ func (sr *searcher) done() bool {
 	return false
 }
 
+// walkWorkers is the number of goroutines that walk directories at once:
+// one per CPU the Go runtime may use, at most 8. The walk is bound by
+// system calls (opening and reading directories, stat'ing matched files),
+// which run in parallel.
+func walkWorkers() int { return min(max(runtime.GOMAXPROCS(0), 1), 8) }
+
+// walkFlushEvery is the number of glob hits a walker holds before it hands
+// them to the searcher (which bounds what it keeps).
+const walkFlushEvery = 256
+
+// walker is one walking goroutine's state: its buffer and the counts and
+// hits it hands to the searcher in flush.
+type walker struct {
+	sr          *searcher
+	buf         []byte // getdents64 buffer (linux), direntBufBytes
+	steps       int    // entries looked at, for ctx polling
+	searched    int    // glob: files tested against the pattern
+	total       int    // glob: files matched
+	ignored     int
+	hiddenFiles int
+	hidden      []string
+	found       []*fileRes
+}
+
+// walkQueue holds the directories found and not yet walked, taken last
+// in first out (depth first, so few directories are held open at once).
+type walkQueue struct {
+	mu    sync.Mutex
+	cond  sync.Cond // L is &mu; signalled when a task is added or the last busy walker idles
+	tasks []dirTask
+	busy  int // walkers walking a directory
+}
+
+// dirTask is one directory to walk: dir itself (the search root), or name
+// inside parent, which the task holds a reference on until it is opened.
+type dirTask struct {
+	dir      *dirHandle
+	parent   *sharedDir
+	name     string
+	rel, sub string
+	depth    int
+	ign      []gitignore.Pattern
+}
+
+// push queues a subdirectory for any walking goroutine.
+func (q *walkQueue) push(t dirTask) {
+	q.mu.Lock()
+	q.tasks = append(q.tasks, t)
+	q.mu.Unlock()
+	q.cond.Signal()
+}
+
+// walkLoop walks queued directories until none is queued and no walker is
+// busy (so none can be added).
+func (sr *searcher) walkLoop() {
+	q := &sr.queue
+	w := &walker{sr: sr}
+	for {
+		q.mu.Lock()
+		for len(q.tasks) == 0 && q.busy > 0 {
+			q.cond.Wait()
+		}
+		if len(q.tasks) == 0 {
+			q.mu.Unlock()
+			q.cond.Broadcast()
+			break
+		}
+		t := q.tasks[len(q.tasks)-1]
+		q.tasks[len(q.tasks)-1] = dirTask{}
+		q.tasks = q.tasks[:len(q.tasks)-1]
+		q.busy++
+		q.mu.Unlock()
+
+		w.run(t)
+
+		q.mu.Lock()
+		q.busy--
+		last := q.busy == 0 && len(q.tasks) == 0
+		q.mu.Unlock()
+		if last {
+			q.cond.Broadcast()
+		}
+	}
+	w.flush()
+}
+
+// run opens and walks the task's directory.
+func (w *walker) run(t dirTask) {
+	dir := t.dir
+	if dir == nil {
+		if w.sr.stopped.Load() {
+			t.parent.release() // walk polls ctx, once per directory
+			return
+		}
+		d, err := t.parent.dir.openDir(t.name)
+		t.parent.release()
+		if err != nil {
+			return
+		}
+		dir = d
+	}
+	w.walk(dir, t.rel, t.sub, t.depth, t.ign) // closes dir
+}
+
+// flush merges w's counts and hits into the searcher.
+func (w *walker) flush() {
+	sr := w.sr
+	sr.mu.Lock()
+	defer sr.mu.Unlock()
+	sr.res.FilesSearched += w.searched
+	sr.res.Total += w.total
+	sr.res.Ignored += w.ignored
+	sr.res.SkippedHiddenFiles += w.hiddenFiles
+	sr.res.SkippedHidden = append(sr.res.SkippedHidden, w.hidden...)
+	for _, fr := range w.found {
+		sr.add(fr)
+	}
+	w.searched, w.total, w.ignored, w.hiddenFiles = 0, 0, 0, 0
+	w.hidden, w.found = w.hidden[:0], w.found[:0]
+}
+
 // walk searches directory rel (canonical), which is sub ("" for the
-// search root) relative to the search root. dir is a root handle on rel
-// itself: entries are opened relative to it (one openat each), and it
-// cannot reach above rel either. walk owns dir: it is closed once the walk
-// and every grep job that opens a file through it are done.
-func (sr *searcher) walk(dir *os.Root, rel, sub string, depth int) {
-	sd := &sharedDir{root: dir}
+// search root) relative to the search root, with the ignore patterns ign
+// (in increasing priority; never appended to in place, so sibling
+// directories walked at once do not share what they add). dir is the open
+// directory: its entries are opened relative to it, one component each,
+// never through a symlink. walk owns dir: it is closed once the walk and
+// every grep job that opens a file through it are done. Subdirectories are
+// queued for any walking goroutine (walkLoop).
+func (w *walker) walk(dir *dirHandle, rel, sub string, depth int, ign []gitignore.Pattern) {
+	sr := w.sr
+	sd := &sharedDir{dir: dir}
 	sd.refs.Store(1)
 	defer sd.release()
 	if depth > maxWalkDepth || sr.done() {
 		return
 	}
-	f, err := dir.Open(".")
-	if err != nil {
-		return
-	}
-	ents, _ := f.ReadDir(-1)
+	ents, _ := dir.readDir(&w.buf)
 	dirFd := -1
 	if sr.pool != nil && rawOpen {
-		sd.file = f // grep jobs open their files relative to it
-		dirFd = int(f.Fd())
-	} else {
-		f.Close()
+		dirFd = dir.grepFd() // grep jobs open their files relative to it
 	}
-	mark := len(sr.ignores)
-	defer func() { sr.ignores = sr.ignores[:mark] }()
 	if !sr.req.NoIgnore {
-		sr.readIgnoreFile(dir, ".gitignore", splitRel(rel))
+		for _, e := range ents {
+			if e.name == ".gitignore" {
+				ign = sr.dirIgnores(dir, e, rel, ign)
+				break
+			}
+		}
 	}
-	slices.SortFunc(ents, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
-	for _, e := range ents {
-		sr.steps++
-		if sr.steps%ctxCheckEvery == 0 && sr.done() {
-			return
+	slices.SortFunc(ents, func(a, b dirEnt) int { return strings.Compare(a.name, b.name) })
+	// visit takes one entry; it reports whether the walk must stop.
+	visit := func(e dirEnt) bool {
+		w.steps++
+		if w.steps%ctxCheckEvery == 0 && sr.done() {
+			return true
 		}
-		name := e.Name()
+		name := e.name
 		if name == ".git" {
-			continue
+			return false
 		}
-		childRel := path.Join(rel, name)
+		childRel := joinDisplay(rel, name) // rel is canonical: no Clean needed
 		childSub := joinDisplay(sub, name)
-		t := e.Type()
-		isDir := t.IsDir()
-		var info fs.FileInfo
-		open := func() (*os.File, error) { return dir.Open(name) }
-		held := sd // the directory handle this file is opened through
-		if t&fs.ModeSymlink != 0 {
+		isDir := e.typ.IsDir()
+		var linked fs.FileInfo // a symlink's target
+		if e.typ&fs.ModeSymlink != 0 {
 			// Followed only to a regular file inside the workspace (through
 			// the workspace root, which refuses an escape); never into a
 			// directory.
 			st, err := sr.s.root.Stat(childRel)
 			if err != nil || !st.Mode().IsRegular() {
-				continue
+				return false
 			}
-			info = st
-			open = func() (*os.File, error) { return sr.s.root.Open(childRel) }
-			held = nil
-		} else if !isDir && !t.IsRegular() {
-			continue
+			linked = st
+		} else if !isDir && !e.typ.IsRegular() {
+			return false
 		}
-		if sr.ignored(childRel, isDir) {
-			sr.res.Ignored++
-			continue
+		if ignored(ign, childRel, isDir) {
+			w.ignored++
+			return false
 		}
 		if strings.HasPrefix(name, ".") && !sr.req.IncludeHidden {
 			if isDir {
-				sr.res.SkippedHidden = append(sr.res.SkippedHidden, joinDisplay(sr.rootDisplay, childSub))
+				w.hidden = append(w.hidden, joinDisplay(sr.rootDisplay, childSub))
 			} else {
-				sr.res.SkippedHiddenFiles++
+				w.hiddenFiles++
 			}
-			continue
+			return false
 		}
 		if matchAny(sr.req.Exclude, childSub) {
-			continue
+			return false
 		}
 		if isDir {
 			if sr.globParts != nil && !sr.globCanDescend(childSub) {
-				continue
+				return false
 			}
-			sub, err := dir.OpenRoot(name)
-			if err != nil {
-				continue
-			}
-			sr.walk(sub, childRel, childSub, depth+1) // closes sub
-			if sr.stopped.Load() {
-				return
-			}
-			continue
+			// Opened and walked by whichever walking goroutine takes it;
+			// this directory stays open until then.
+			sd.refs.Add(1)
+			sr.queue.push(dirTask{parent: sd, name: name, rel: childRel, sub: childSub, depth: depth + 1, ign: ign})
+			return false
 		}
 		if len(sr.req.Include) > 0 && !matchAny(sr.req.Include, childSub) {
-			continue
+			return false
 		}
+		display := joinDisplay(sr.rootDisplay, childSub)
 		if sr.re == nil {
-			sr.res.FilesSearched++
+			w.searched++
 			if !sr.globMatch(childSub) {
-				continue // no stat for a file the glob does not want
+				return false // no stat for a file the glob does not want
 			}
+			var mod time.Time
+			if linked != nil {
+				mod = linked.ModTime()
+			} else {
+				m, _, ok := dir.lstat(e)
+				if !ok {
+					return false
+				}
+				mod = m
+			}
+			w.total++
+			w.found = append(w.found, &fileRes{path: display, mod: mod, count: 1})
+			if len(w.found) >= walkFlushEvery {
+				w.flush()
+			}
+			return false
 		}
-		if held != nil && dirFd >= 0 {
+		switch {
+		case linked != nil:
+			sr.file(func() (*os.File, error) { return sr.s.root.Open(childRel) }, nil, display, childSub, linked.ModTime(), linked.Size())
+		case dirFd >= 0:
 			// The grep worker opens it by name relative to this directory
 			// and takes size and modification time from that open file.
-			held.refs.Add(1)
-			sr.pool.submit(grepJob{dirFd: dirFd, name: name, display: joinDisplay(sr.rootDisplay, childSub), release: held.release})
-			continue
-		}
-		if info == nil {
-			if info, err = e.Info(); err != nil {
-				continue
+			sd.refs.Add(1)
+			sr.pool.submit(grepJob{dirFd: dirFd, name: name, display: display, release: sd.release})
+		default:
+			mod, size, ok := dir.lstat(e)
+			if !ok {
+				return false
 			}
+			sr.file(func() (*os.File, error) { return dir.openFile(name) }, sd, display, childSub, mod, size)
 		}
-		sr.file(open, held, joinDisplay(sr.rootDisplay, childSub), childSub, info.ModTime(), info.Size())
+		return false
+	}
+	// Directories first, queued last name first so that walkers take them
+	// in name order (depth first, as one goroutine would); then files.
+	for i := len(ents) - 1; i >= 0; i-- {
+		if ents[i].typ.IsDir() && visit(ents[i]) {
+			return
+		}
+	}
+	for _, e := range ents {
+		if !e.typ.IsDir() && visit(e) {
+			return
+		}
 	}
 }
 
@@ -463,47 +620,88 @@ func matchAny(globs []string, sub string) bool {
 
 // ---- .gitignore ----
 
-func (sr *searcher) loadAncestorIgnores(rootRel string) {
-	sr.readIgnoreFile(sr.s.root, ".git/info/exclude", nil)
+// loadAncestorIgnores returns the patterns that apply at rootRel from
+// above it: the workspace's .git/info/exclude and the .gitignore files of
+// rootRel's ancestors.
+func (sr *searcher) loadAncestorIgnores(rootRel string) []gitignore.Pattern {
+	ign := readIgnoreFile(sr.s.root, ".git/info/exclude", nil, nil)
 	comps := splitRel(rootRel)
 	for i := range comps {
 		dir := path.Join(append([]string{"."}, comps[:i]...)...)
-		sr.readIgnoreFile(sr.s.root, path.Join(dir, ".gitignore"), splitRel(dir))
+		ign = readIgnoreFile(sr.s.root, path.Join(dir, ".gitignore"), splitRel(dir), ign)
 	}
-	if len(comps) > 0 && sr.ignored(rootRel, true) {
+	if len(comps) > 0 && ignored(ign, rootRel, true) {
 		// Named explicitly: search it, with only the rules inside it.
-		sr.ignores = nil
+		return nil
 	}
+	return ign
 }
 
-// readIgnoreFile adds the patterns of the ignore file at rel (relative to
-// dir) with the given domain (workspace-relative components).
-func (sr *searcher) readIgnoreFile(dir *os.Root, rel string, domain []string) {
+// dirIgnores returns ign with the patterns of e, the .gitignore entry of
+// dir (canonical path rel), added.
+func (sr *searcher) dirIgnores(dir *dirHandle, e dirEnt, rel string, ign []gitignore.Pattern) []gitignore.Pattern {
+	domain := splitRel(rel)
+	if e.typ&fs.ModeSymlink != 0 {
+		// Followed as an os.Root on the directory follows it: to a file
+		// inside the directory only.
+		r, err := sr.s.root.OpenRoot(rel)
+		if err != nil {
+			return ign
+		}
+		defer r.Close()
+		return readIgnoreFile(r, e.name, domain, ign)
+	}
+	if !e.typ.IsRegular() {
+		return ign
+	}
+	f, err := dir.openFile(e.name)
+	if err != nil {
+		return ign
+	}
+	defer f.Close()
+	return parseIgnore(f, domain, ign)
+}
+
+// readIgnoreFile returns ign with the patterns of the ignore file at rel
+// (relative to dir) added, with the given domain (workspace-relative
+// components).
+func readIgnoreFile(dir *os.Root, rel string, domain []string, ign []gitignore.Pattern) []gitignore.Pattern {
 	f, err := dir.Open(rel)
 	if err != nil {
-		return
+		return ign
 	}
 	defer f.Close()
 	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
-		return
+		return ign
 	}
-	sc := bufio.NewScanner(io.LimitReader(f, 1<<20))
+	return parseIgnore(f, domain, ign)
+}
+
+// parseIgnore returns ign with the patterns read from r (at most 1 MiB)
+// added. ign is clipped first, so the result never shares an array that
+// another directory's patterns are appended to.
+func parseIgnore(r io.Reader, domain []string, ign []gitignore.Pattern) []gitignore.Pattern {
+	ign = slices.Clip(ign)
+	sc := bufio.NewScanner(io.LimitReader(r, 1<<20))
 	for sc.Scan() {
 		line := strings.TrimSuffix(sc.Text(), "\r")
 		if strings.HasPrefix(line, "#") || strings.TrimSpace(line) == "" {
 			continue
 		}
-		sr.ignores = append(sr.ignores, gitignore.ParsePattern(line, domain))
+		ign = append(ign, gitignore.ParsePattern(line, domain))
 	}
+	return ign
 }
 
-func (sr *searcher) ignored(rel string, isDir bool) bool {
-	if len(sr.ignores) == 0 {
+// ignored reports whether rel (workspace-relative) is ignored by ign, the
+// patterns in increasing priority.
+func ignored(ign []gitignore.Pattern, rel string, isDir bool) bool {
+	if len(ign) == 0 {
 		return false
 	}
 	comps := splitRel(rel)
-	for i := len(sr.ignores) - 1; i >= 0; i-- {
-		if m := sr.ignores[i].Match(comps, isDir); m != gitignore.NoMatch {
+	for i := len(ign) - 1; i >= 0; i-- {
+		if m := ign[i].Match(comps, isDir); m != gitignore.NoMatch {
 			return m == gitignore.Exclude
 		}
 	}

@@ -1,0 +1,8 @@
+//go:build linux && (386 || arm || mips || mipsle)
+
+package localsandbox
+
+import "syscall"
+
+// sysFstatat is the fstatat(2) system call that fills a syscall.Stat_t here.
+const sysFstatat = syscall.SYS_FSTATAT64
