@@ -97,9 +97,9 @@ func TestCountGatesWithReferenceServers(t *testing.T) {
 		servers []string
 		want    map[string]int
 	}{
-		{[]string{"memory"}, map[string]int{"core/direct": 7, "memory/direct": 9}},
-		{[]string{"memory", "everything"}, map[string]int{"core/direct": 7, "memory/direct": 9, "everything/deferred": 13}},
-		{[]string{"memory", "everything", "filesystem"}, map[string]int{"core/direct": 7, "memory/deferred": 9,
+		{[]string{"memory"}, map[string]int{"core/direct": 8, "memory/direct": 9}},
+		{[]string{"memory", "everything"}, map[string]int{"core/direct": 8, "memory/direct": 9, "everything/deferred": 13}},
+		{[]string{"memory", "everything", "filesystem"}, map[string]int{"core/direct": 8, "memory/deferred": 9,
 			"everything/deferred": 13, "filesystem/deferred": 14}},
 	}
 	for _, c := range cases {
