@@ -33,6 +33,9 @@ type Config struct {
 	Discovery Discovery `json:"discovery"`
 	// MCP holds the client side's timeouts for the servers in MCPServers.
 	MCP MCP `json:"mcp"`
+	// Approval says which actions need a person's approval and which
+	// paths the file tools never touch.
+	Approval Approval `json:"approval"`
 	// MCPServers is kept verbatim in the Claude Desktop format
 	// ({"name": {"command": ..., "args": [...], "env": {...}} or
 	// {"url": ..., "type": "http"|"sse", "headers": {...}}}).
@@ -52,6 +55,30 @@ type Discovery struct {
 type MCP struct {
 	InitTimeout Duration `json:"initTimeout,omitempty"` // connect + initialize + tools/list per server; default 30 s
 	CallTimeout Duration `json:"callTimeout,omitempty"` // one tools/call; default none beyond the caller's
+}
+
+// Approval configures human decisions (seed: "High-impact actions also
+// require a separate human decision"). An omitted list keeps the default of
+// approval.DefaultPolicy; an empty list ([]) means none.
+type Approval struct {
+	// Off turns confirmation and path denial off entirely.
+	Off bool `json:"off,omitempty"`
+	// ConfirmTools are tool names whose every call is confirmed.
+	ConfirmTools []string `json:"confirmTools,omitempty"`
+	// ConfirmCommands are RE2 patterns; an execute command matching one is
+	// confirmed. Default: rm -r/-f, git push --force, git reset --hard,
+	// git clean -f, mkfs/dd/shred, curl|sh, sudo, chmod -R.
+	ConfirmCommands *[]string `json:"confirmCommands,omitempty"`
+	// DeniedPaths are path patterns the file tools never touch; an execute
+	// command naming one is confirmed. Default: .env, .env.*, *.pem, *.key,
+	// id_rsa, id_ed25519, .netrc, .npmrc, credentials.json.
+	DeniedPaths *[]string `json:"deniedPaths,omitempty"`
+	// ConfirmDestructiveMCP confirms MCP tools annotated destructiveHint:
+	// true. Default true.
+	ConfirmDestructiveMCP *bool `json:"confirmDestructiveMCP,omitempty"`
+	// ConfirmUnannotatedMCP confirms MCP tools with neither readOnlyHint
+	// nor destructiveHint (the MCP default is "destructive"). Default false.
+	ConfirmUnannotatedMCP bool `json:"confirmUnannotatedMCP,omitempty"`
 }
 
 // Sandbox selects the sandbox adapter.

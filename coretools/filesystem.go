@@ -58,6 +58,15 @@ type FSOptions struct {
 	// bounded by ReadMaxBytes instead. Default 30,000 characters (the
 	// seed's shell output cap).
 	MaxOutputChars int
+	// DeniedPaths are path patterns the file tools never touch (path.Match
+	// syntax against the whole workspace-relative path and against each
+	// component: ".env", ".env.*", "*.pem", "secrets/*"). read_file,
+	// write_file, edit_file, ls, glob and grep naming one fail at the
+	// Authorization stage; glob and grep over a folder skip matching files
+	// and directories, so a denied file's name and content never reach the
+	// model (case BH-059). The shell is not bound by these rules (see
+	// approval.Policy for execute). Default none.
+	DeniedPaths []string
 }
 
 // Defaults of FSOptions.
@@ -334,3 +343,35 @@ func (l *fsLimiter) line(s string) bool {
 }
 
 func (l *fsLimiter) String() string { return l.b.String() }
+
+// checkDenied refuses a path that names one of FSOptions.DeniedPaths, at
+// the Authorization stage (case BH-059).
+func (f *fsTools) checkDenied(toolName, p string) error {
+	if pat, ok := fsDenied(f.opts.DeniedPaths, p); ok {
+		return &tool.Error{Stage: tool.Authorization, Tool: toolName,
+			Msg:  fmt.Sprintf("path %q is denied to the file tools by the rule %q", p, pat),
+			Hint: "this file is off limits in this workspace; do not try to reach it another way"}
+	}
+	return nil
+}
+
+// fsDenied reports the first pattern that p (slash or OS path, relative or
+// absolute) names: matched against the whole cleaned path and against each
+// of its components.
+func fsDenied(patterns []string, p string) (string, bool) {
+	if len(patterns) == 0 || p == "" {
+		return "", false
+	}
+	clean := path.Clean(filepath.ToSlash(p))
+	for _, pat := range patterns {
+		if ok, _ := path.Match(pat, clean); ok {
+			return pat, true
+		}
+		for _, c := range strings.Split(strings.TrimPrefix(clean, "/"), "/") {
+			if ok, _ := path.Match(pat, c); ok {
+				return pat, true
+			}
+		}
+	}
+	return "", false
+}

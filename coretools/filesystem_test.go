@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -85,7 +86,7 @@ func TestFSOptionsDefaults(t *testing.T) {
 		ReadMaxBytes: 256 << 10, ReadMaxImageBytes: 3932160, SearchMaxResults: 100,
 		SearchMaxLineChars: 400, SearchTimeout: 10 * time.Second, MaxOutputChars: 30000,
 	}
-	if o != want {
+	if !reflect.DeepEqual(o, want) {
 		t.Errorf("defaults = %+v, want %+v", o, want)
 	}
 	// 3.75 MiB raw is the largest image whose base64 fits Anthropic's 5 MiB.

@@ -45,6 +45,9 @@ func (f *fsTools) ls(ctx context.Context, call *tool.Call) (*tool.Result, error)
 	if err != nil {
 		return nil, err
 	}
+	if err := f.checkDenied("ls", in.Path); err != nil {
+		return nil, err
+	}
 	depth := min(max(in.Depth, 1), f.opts.LsMaxDepth)
 	maxEntries := f.opts.LsMaxEntries
 	if in.MaxEntries > 0 && in.MaxEntries < maxEntries {
@@ -64,6 +67,15 @@ func (f *fsTools) ls(ctx context.Context, call *tool.Call) (*tool.Result, error)
 	}
 	if timedOut() {
 		res.Partial = true
+	}
+	if len(f.opts.DeniedPaths) > 0 { // denied names are not listed (BH-059)
+		kept := res.Entries[:0:0]
+		for _, e := range res.Entries {
+			if _, denied := fsDenied(f.opts.DeniedPaths, e.Path); !denied {
+				kept = append(kept, e)
+			}
+		}
+		res.Entries = kept
 	}
 	text, shown := formatList(in.Path, res, maxEntries, f.opts.MaxOutputChars, f.opts.SearchTimeout)
 	return tool.TextWith(text, map[string]any{

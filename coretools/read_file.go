@@ -54,6 +54,9 @@ func (f *fsTools) readFile(ctx context.Context, call *tool.Call) (*tool.Result, 
 	if err != nil {
 		return nil, err
 	}
+	if err := f.checkDenied("read_file", in.Path); err != nil {
+		return nil, err
+	}
 	limit := f.opts.ReadMaxLines
 	if in.Limit > 0 && in.Limit < limit {
 		limit = in.Limit

@@ -44,6 +44,9 @@ func (f *fsTools) writeFile(ctx context.Context, call *tool.Call) (*tool.Result,
 	if err != nil {
 		return nil, err
 	}
+	if err := f.checkDenied("write_file", in.Path); err != nil {
+		return nil, err
+	}
 	res, err := f.sb.Write(ctx, sandbox.WriteRequest{Path: in.Path, Content: []byte(in.Content)})
 	if err != nil {
 		return nil, fsError(err, "write_file", in.Path)

@@ -104,3 +104,55 @@ func digest(q approval.Question) string {
 	h := sha256.Sum256([]byte(q.Text + "\x00" + strings.Join(q.Options, "\x00")))
 	return hex.EncodeToString(h[:8])
 }
+
+// ElicitConfirmer is the approval.Confirmer of `aibuddy mcp`: a high-impact
+// action (approval.Policy) is put to the user through MCP elicitation, with
+// its target, scope, consequence and reasons, and runs only when approved.
+// The action is asked for before any effect, so the call can run again
+// with the host's answer (multi round-trip input requests). A host without
+// elicitation gets an Authorization-stage refusal: the action never runs
+// unasked.
+type ElicitConfirmer struct{}
+
+// Confirm implements approval.Confirmer.
+func (ElicitConfirmer) Confirm(ctx context.Context, a approval.Action) (approval.Decision, error) {
+	st, ok := ctx.Value(sessionKey{}).(*callState)
+	if !ok || st.session == nil {
+		return approval.Decision{}, tool.Errorf(tool.Authorization, "no MCP session carries this call, so nobody can approve it")
+	}
+	if p := st.session.InitializeParams(); p == nil || p.Capabilities == nil || p.Capabilities.Elicitation == nil {
+		return approval.Decision{}, tool.Errorf(tool.Authorization,
+			"this action needs the user's approval and the MCP host does not support elicitation: %s", a.Summary()).
+			WithHint("ask the user in your reply whether to proceed; they can run it themselves or change aibuddy's approval settings")
+	}
+	h := sha256.Sum256([]byte(a.Key()))
+	id := "confirm-" + hex.EncodeToString(h[:8])
+	resp, answered := st.responses[id]
+	if !answered {
+		if st.requests == nil {
+			st.requests = mcp.InputRequestMap{}
+		}
+		st.requests[id] = &mcp.ElicitParams{
+			Message: "Approve this action?\n" + a.Summary(),
+			RequestedSchema: map[string]any{
+				"type": "object",
+				"properties": map[string]any{
+					"approve": map[string]any{"type": "boolean", "title": "Approve", "description": "Run exactly this action once."},
+					"note":    map[string]any{"type": "string", "title": "Note", "description": "Anything to tell the agent (optional)."},
+				},
+				"required": []string{"approve"},
+			},
+		}
+		return approval.Decision{}, errNeedInput
+	}
+	res, ok := resp.(*mcp.ElicitResult)
+	if !ok {
+		return approval.Decision{}, fmt.Errorf("the host answered input request %s with %T, want an elicitation result", id, resp)
+	}
+	if res.Action != "accept" {
+		return approval.Decision{Approved: false, Note: "the user " + res.Action + "d the request"}, nil
+	}
+	approved, _ := res.Content["approve"].(bool)
+	note, _ := res.Content["note"].(string)
+	return approval.Decision{Approved: approved, Note: note}, nil
+}

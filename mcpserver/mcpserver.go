@@ -16,6 +16,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/aibuddy/aibuddy/approval"
 	"github.com/aibuddy/aibuddy/capability"
 	"github.com/aibuddy/aibuddy/discovery"
 	"github.com/aibuddy/aibuddy/tool"
@@ -42,6 +43,13 @@ type Options struct {
 	// Discovery sets the count gates and tool_search bounds; nil means the
 	// seed's defaults (10 tools per server, 30 in all).
 	Discovery *discovery.Options
+	// Policy says which calls need a person's approval (approval.Policy:
+	// tools, MCP destructive annotations, execute command patterns, paths
+	// denied to the file tools); nil confirms nothing. Confirmer asks the
+	// person; nil refuses every action the policy marks, at the
+	// Authorization stage. ElicitConfirmer asks through the MCP host.
+	Policy    *approval.Policy
+	Confirmer approval.Confirmer
 	// Wrap, when set, is middleware around every call (the call records:
 	// result.Recorder.Call fits with a task id bound): it receives the call
 	// and the gateway's own dispatch as next.
@@ -206,7 +214,25 @@ func (g *Gateway) dispatchRun(ctx context.Context, call *tool.Call) *tool.Result
 	if call.Name == CallToolName {
 		return g.callTool().Call(ctx, call)
 	}
-	return run.Dispatch(ctx, call, set.Call)
+	return run.Dispatch(ctx, call, g.execute(set))
+}
+
+// execute is the execution plane behind discovery: the confirm gate
+// (when a policy is set), then the set's Call.
+func (g *Gateway) execute(set *capability.Set) func(context.Context, *tool.Call) *tool.Result {
+	if g.opts.Policy == nil {
+		return set.Call
+	}
+	gate := &approval.Gate{Policy: g.opts.Policy, Confirmer: g.opts.Confirmer,
+		Lookup: func(name string) (*tool.Tool, string, bool) {
+			t, ok := set.Tool(name)
+			if !ok {
+				return nil, "", false
+			}
+			srv, _ := set.Server(name)
+			return t, srv, true
+		}}
+	return gate.Wrap(set.Call)
 }
 
 const callToolSchema = `{"type":"object","properties":{
@@ -236,7 +262,7 @@ func (g *Gateway) callTool() *tool.Tool {
 			g.mu.Lock()
 			run, set := g.run, g.set
 			g.mu.Unlock()
-			return run.Dispatch(ctx, inner, set.Call), nil
+			return run.Dispatch(ctx, inner, g.execute(set)), nil
 		},
 	})
 }

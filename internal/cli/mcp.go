@@ -53,7 +53,10 @@ fresh run (tool state) per MCP session.`,
 				return err
 			}
 			defer r.close()
-			opts := &mcpserver.Options{Version: Version, Logger: r.logger, Discovery: r.discovery}
+			// High-impact actions are put to the user through the host
+			// (elicitation), or refused when it cannot ask.
+			opts := &mcpserver.Options{Version: Version, Logger: r.logger, Discovery: r.discovery,
+				Policy: Policy(r.cfg), Confirmer: mcpserver.ElicitConfirmer{}}
 			gw := &gateways{r: r, opts: opts}
 			if r.mcp != nil {
 				cancel := r.mcp.Subscribe(gw.refresh)

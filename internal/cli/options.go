@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"github.com/aibuddy/aibuddy/approval"
 	"github.com/aibuddy/aibuddy/config"
 	"github.com/aibuddy/aibuddy/coretools"
 )
@@ -30,5 +31,31 @@ func ToolOptions(cfg *config.Config, dataDir string) (*coretools.FSOptions, *cor
 		Env:            l.ExecEnv,
 		OutputDir:      dataDir,
 	}
+	if pol := Policy(cfg); pol != nil {
+		fs.DeniedPaths = pol.DeniedPaths
+	}
 	return fs, ex
+}
+
+// Policy maps the settings' approval block onto an approval.Policy (nil
+// when approval is off): approval.DefaultPolicy with each configured list
+// replacing its default.
+func Policy(cfg *config.Config) *approval.Policy {
+	a := cfg.Approval
+	if a.Off {
+		return nil
+	}
+	p := approval.DefaultPolicy()
+	p.Tools = a.ConfirmTools
+	if a.ConfirmCommands != nil {
+		p.CommandPatterns = *a.ConfirmCommands
+	}
+	if a.DeniedPaths != nil {
+		p.DeniedPaths = *a.DeniedPaths
+	}
+	if a.ConfirmDestructiveMCP != nil {
+		p.Destructive = *a.ConfirmDestructiveMCP
+	}
+	p.Unannotated = a.ConfirmUnannotatedMCP
+	return p
 }

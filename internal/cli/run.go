@@ -14,6 +14,7 @@ import (
 
 	"github.com/aibuddy/aibuddy/agent"
 	"github.com/aibuddy/aibuddy/approval"
+	"github.com/aibuddy/aibuddy/config"
 	"github.com/aibuddy/aibuddy/provider"
 	"github.com/aibuddy/aibuddy/provider/anthropicmodel"
 	"github.com/aibuddy/aibuddy/provider/chatmodel"
@@ -124,6 +125,7 @@ compatible endpoints, e.g. a local model server with --base-url).`,
 				Discovery: r.discovery,
 				MaxSteps:  maxSteps,
 				Confirmer: term,
+				Policy:    runPolicy(r.cfg),
 				// Records in the data folder (a stopped run keeps them);
 				// large results compacted in the background, recoverable
 				// with view_tool_call.
@@ -224,4 +226,13 @@ func oneLine(s string, max int) string {
 		s = string(r[:max]) + "…"
 	}
 	return s
+}
+
+// runPolicy is the settings' approval policy; with approval off, a policy
+// that confirms nothing (agent.Options treats nil as the default policy).
+func runPolicy(cfg *config.Config) *approval.Policy {
+	if p := Policy(cfg); p != nil {
+		return p
+	}
+	return &approval.Policy{}
 }

@@ -1,0 +1,73 @@
+package coretools_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/aibuddy/aibuddy/coretools"
+	"github.com/aibuddy/aibuddy/sandbox/localsandbox"
+	"github.com/aibuddy/aibuddy/tool"
+)
+
+// BH-059: a deny rule on the file tools holds for read_file, ls, glob and
+// grep content alike; the secret never reaches a result.
+func TestDeniedPathsNeverReachTheModel(t *testing.T) {
+	ws := t.TempDir()
+	for name, data := range map[string]string{".env": "API_KEY=abc123\n", ".env.local": "API_KEY=zzz\n",
+		"config/app.env": "API_KEY=fine\n", "src/main.go": "package main // reads API_KEY from the env\n"} {
+		p := filepath.Join(ws, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sb, err := localsandbox.New(ws, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close()
+	tools := map[string]*tool.Tool{}
+	for _, tl := range coretools.Filesystem(sb, &coretools.FSOptions{DeniedPaths: []string{".env", ".env.*"}}) {
+		tools[tl.Name()] = tl
+	}
+	call := func(name, input string) *tool.Result {
+		return tools[name].Call(context.Background(), &tool.Call{Name: name, Input: json.RawMessage(input)})
+	}
+	for _, c := range []struct{ tool, input string }{
+		{"read_file", `{"path":".env"}`}, {"read_file", `{"path":"./.env.local"}`},
+		{"write_file", `{"path":".env","content":"X=1"}`}, {"edit_file", `{"path":".env","old_string":"abc","new_string":"x"}`},
+		{"grep", `{"pattern":"KEY","path":".env"}`},
+	} {
+		res := call(c.tool, c.input)
+		if !res.IsError || res.Stage != tool.Authorization || strings.Contains(res.AllText(), "abc123") {
+			t.Errorf("%s %s: stage %s: %s", c.tool, c.input, res.Stage, res.AllText())
+		}
+	}
+	res := call("grep", `{"pattern":"API_KEY","include_hidden":true}`)
+	if res.IsError || strings.Contains(res.AllText(), "abc123") || strings.Contains(res.AllText(), "zzz") ||
+		!strings.Contains(res.AllText(), "config/app.env") || !strings.Contains(res.AllText(), "src/main.go") {
+		t.Errorf("grep over the workspace: %s", res.AllText())
+	}
+	for _, c := range []struct{ tool, input string }{
+		{"glob", `{"pattern":"**/*","include_hidden":true}`}, {"ls", `{"path":".","include_hidden":true}`},
+	} {
+		res := call(c.tool, c.input)
+		if res.IsError || !strings.Contains(res.AllText(), "config") {
+			t.Errorf("%s: %s", c.tool, res.AllText())
+		}
+		for _, line := range strings.Split(res.AllText(), "\n") {
+			if f := strings.Fields(line); len(f) > 0 && (f[0] == ".env" || strings.HasPrefix(f[0], ".env.")) {
+				t.Errorf("%s lists a denied name: %q", c.tool, line)
+			}
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, ".env")); string(b) != "API_KEY=abc123\n" {
+		t.Errorf(".env changed: %q", b)
+	}
+}
