@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -169,6 +170,12 @@ func Load(path string) (*Config, error) {
 
 // Parse decodes and validates a settings document strictly.
 func Parse(data []byte) (*Config, error) {
+	var generic any
+	if err := json.Unmarshal(data, &generic); err == nil {
+		if err := exactKeys(generic, reflect.TypeFor[Config](), ""); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+		}
+	}
 	var c Config
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -182,6 +189,41 @@ func Parse(data []byte) (*Config, error) {
 		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	return &c, nil
+}
+
+// exactKeys rejects an object key that names a field only up to case
+// ("toolkeys" for "toolKeys"): encoding/json would accept it silently.
+func exactKeys(v any, t reflect.Type, at string) error {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	obj, ok := v.(map[string]any)
+	if !ok || t.Kind() != reflect.Struct {
+		return nil
+	}
+	fields := map[string]reflect.Type{}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name != "" && name != "-" {
+			fields[name] = f.Type
+		}
+	}
+	for k, sub := range obj {
+		ft, ok := fields[k]
+		if !ok {
+			for name := range fields {
+				if strings.EqualFold(name, k) {
+					return fmt.Errorf("unknown key %q (did you mean %q? keys are case-sensitive)", at+k, at+name)
+				}
+			}
+			continue // unknown keys are reported by the decoder
+		}
+		if err := exactKeys(sub, ft, at+k+"."); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func describeJSONError(data []byte, err error) string {

@@ -574,13 +574,15 @@ func TestSearchZeroResultsNeverReadsComplete(t *testing.T) { // BH-015
 	w.file(t, ".github/workflows/ci.yml", "on: push\ntoken: NEEDLE_7Q\n")
 	w.file(t, ".git/config", "NEEDLE_7Q\n")
 	w.file(t, "src/main.go", "package main\n")
+	w.file(t, ".gitignore", "build/\n")
+	w.file(t, "build/out.txt", "NEEDLE_7Q\n")
 	r := w.call(t, "grep", map[string]any{"pattern": "NEEDLE_7Q", "path": "."})
 	got := fsMustOK(t, r)
 	want := `0 matches for "NEEDLE_7Q" under "."; 1 hidden directory (.github) was skipped; set include_hidden to search it`
 	if !strings.HasPrefix(got, want) {
 		t.Errorf("got  %q\nwant %q...", got, want)
 	}
-	if !strings.Contains(got, "set no_ignore") || !strings.HasSuffix(got, "; searched 1 file") {
+	if !strings.Contains(got, "1 path excluded by .gitignore was not searched; set no_ignore") || !strings.HasSuffix(got, "; searched 1 file") {
 		t.Errorf("does not say ignored paths were skipped or what was searched: %q", got)
 	}
 	if fmt.Sprint(r.Evidence["skipped_hidden"]) != "[.github]" || r.Evidence["files_searched"] != 1 {
@@ -598,10 +600,10 @@ func TestSearchZeroResultsNeverReadsComplete(t *testing.T) { // BH-015
 // result.
 func TestSearchSummaryLeavesGitOutOfHiddenNote(t *testing.T) {
 	s := searchSummary{what: "matches", one: "match", max: 100, outChars: 30000, timeout: time.Second,
-		res: &sandbox.SearchResult{FilesSearched: 1, SkippedHidden: []string{".git", ".github", "sub/.git"}}}
+		res: &sandbox.SearchResult{FilesSearched: 1, Ignored: 2, SkippedHidden: []string{".git", ".github", "sub/.git"}}}
 	got := s.render(`0 matches for "N" under "."`, "")
 	want := `0 matches for "N" under "."; 1 hidden directory (.github) was skipped; set include_hidden to search it; ` +
-		`paths excluded by .gitignore were not searched; set no_ignore to include them; searched 1 file`
+		`2 paths excluded by .gitignore were not searched; set no_ignore to include them; searched 1 file`
 	if got != want {
 		t.Errorf("got  %q\nwant %q", got, want)
 	}

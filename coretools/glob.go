@@ -126,7 +126,7 @@ func fsDisplayPath(p string) string {
 //   - "timed out after 2 s; searched N files; results are partial; narrow
 //     path or add a pattern" (Partial);
 //   - "1 hidden directory (.github) was skipped; set include_hidden";
-//   - on zero results without no_ignore, that .gitignore'd paths were not
+//   - on zero results without no_ignore, how many .gitignore'd paths were not
 //     searched, so "0" never reads as a complete search when it was not.
 type searchSummary struct {
 	what, one string // "files"/"file" or "matches"/"match"
@@ -176,8 +176,9 @@ func (s *searchSummary) notes() []string {
 			map[bool]string{true: "was", false: "were"}[len(hidden) == 1],
 			map[bool]string{true: "it", false: "them"}[len(hidden) == 1]))
 	}
-	if s.found == 0 && !s.noIgnore {
-		notes = append(notes, "paths excluded by .gitignore were not searched; set no_ignore to include them")
+	if s.found == 0 && !s.noIgnore && s.res.Ignored > 0 {
+		notes = append(notes, fmt.Sprintf("%s excluded by .gitignore %s not searched; set no_ignore to include them",
+			fsPlural(s.res.Ignored, "path", "paths"), map[bool]string{true: "was", false: "were"}[s.res.Ignored == 1]))
 	}
 	if s.found == 0 && !s.res.Partial {
 		notes = append(notes, fmt.Sprintf("searched %s", fsPlural(s.res.FilesSearched, "file", "files")))

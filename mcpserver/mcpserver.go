@@ -121,8 +121,32 @@ func NewGateway(set *capability.Set, opts *Options) *Gateway {
 	g.srv = mcp.NewServer(&mcp.Implementation{Name: o.Name, Version: o.Version},
 		&mcp.ServerOptions{Instructions: o.Instructions, Logger: o.Logger,
 			Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}}})
+	g.srv.AddReceivingMiddleware(g.unlisted)
 	g.Update(set)
 	return g
+}
+
+// unlisted answers a tools/call for a name that is not on the list (a
+// deferred tool called before tool_search, a typo) with a Discovery-stage
+// tool error that says what to do, recorded like any call, instead of the
+// SDK's bare JSON-RPC "unknown tool" error.
+func (g *Gateway) unlisted(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method != "tools/call" {
+			return next(ctx, method, req)
+		}
+		ctr, ok := req.(*mcp.CallToolRequest)
+		if !ok || ctr.Params == nil {
+			return next(ctx, method, req)
+		}
+		g.mu.Lock()
+		listed := g.listed[ctr.Params.Name]
+		g.mu.Unlock()
+		if listed {
+			return next(ctx, method, req)
+		}
+		return g.handler(ctr.Params.Name)(ctx, ctr)
+	}
 }
 
 // Server is the MCP server to run over a transport.

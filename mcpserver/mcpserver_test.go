@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -190,5 +191,20 @@ func TestAskUserQuestionOverElicitation(t *testing.T) {
 		Arguments: map[string]any{"question": "Deploy where?"}})
 	if err != nil || !res.IsError || res.Meta[mcpserver.MetaStage] != "authorization" {
 		t.Fatalf("without elicitation: %v %+v", err, res)
+	}
+}
+
+// A call to a name that is not listed is a Discovery-stage tool error with a
+// next step, not a bare JSON-RPC error.
+func TestUnlistedToolIsADiscoveryError(t *testing.T) {
+	cs := connectInMemory(t, oneGroupSet(t, tool.MustDefine(tool.Spec{Name: "greet", InputSchema: json.RawMessage(`{"type":"object"}`),
+		Handler: func(context.Context, *tool.Call) (*tool.Result, error) { return tool.Text("hi"), nil }})), nil)
+	defer cs.Close()
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "gret", Arguments: map[string]any{}})
+	if err != nil {
+		t.Fatalf("protocol error: %v", err)
+	}
+	if !res.IsError || res.Meta[mcpserver.MetaStage] != "discovery" || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, `no tool named "gret"`) {
+		t.Errorf("got %+v: %s", res, res.Content[0].(*mcp.TextContent).Text)
 	}
 }

@@ -27,6 +27,11 @@ type Compactor interface {
 
 // Options configure a [Recorder]. A nil *Options means the defaults.
 type Options struct {
+	// Background is the context background compaction runs under: a
+	// host whose call contexts end with the reply (an MCP server) passes
+	// its run's context so compaction outlives the reply and still stops
+	// with the run. Default: the call's context.
+	Background context.Context
 	// Now is the clock of the record timestamps. Default time.Now.
 	Now func() time.Time
 	// NewID mints a toolCallId for a call that has none. Default: "call_"
@@ -146,7 +151,11 @@ func (r *Recorder) Call(ctx context.Context, taskID string, call *tool.Call, nex
 	}
 	if r.opts.Compactor != nil {
 		cp := done
-		r.opts.Compactor.Schedule(ctx, &cp)
+		bg := ctx
+		if r.opts.Background != nil {
+			bg = r.opts.Background
+		}
+		r.opts.Compactor.Schedule(bg, &cp)
 	}
 	return res
 }

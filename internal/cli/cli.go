@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -229,7 +230,7 @@ func (c *common) resolve(ctx context.Context, o *Options) (*run, error) {
 		r.close()
 		return nil, &exitError{code: ExitFailure, err: err}
 	}
-	r.recorder = result.New(st, &result.Options{Compactor: r.compactor, Logger: r.logger})
+	r.recorder = result.New(st, &result.Options{Compactor: r.compactor, Logger: r.logger, Background: ctx})
 	d := r.cfg.Discovery
 	r.discovery = &discovery.Options{Gates: discovery.Gates{PerServer: d.PerServer, Total: d.Total},
 		DefaultResults: d.SearchResults, MaxResults: d.SearchMax}
@@ -255,6 +256,16 @@ func (c *common) resolve(ctx context.Context, o *Options) (*run, error) {
 	if err := r.resolveSet(); err != nil {
 		r.close()
 		return nil, &exitError{code: ExitFailure, err: err}
+	}
+	var unknown []string
+	for _, e := range r.exclusions {
+		if e.Reason == capability.UnknownKey {
+			unknown = append(unknown, e.Detail)
+		}
+	}
+	if len(unknown) > 0 {
+		r.close()
+		return nil, usageErr("settings: %s", strings.Join(unknown, "; "))
 	}
 	return r, nil
 }
