@@ -163,13 +163,15 @@ func (s *Sandbox) run(ctx context.Context, req sandbox.ExecRequest, spec runSpec
 func pump(r *os.File, w io.Writer, mu *sync.Mutex, wg *sync.WaitGroup, ord *streamOrder, isStderr bool) {
 	defer wg.Done()
 	buf := make([]byte, readChunk)
+	read := r.Read
+	if !isStderr {
+		read = ord.readStdout(r)
+	}
 	for {
-		n, err := r.Read(buf)
+		n, err := read(buf)
 		if n > 0 {
 			if isStderr {
 				ord.waitStdout()
-			} else {
-				ord.inflight.Store(true)
 			}
 			if w != nil {
 				mu.Lock()
@@ -198,6 +200,48 @@ func pump(r *os.File, w io.Writer, mu *sync.Mutex, wg *sync.WaitGroup, ord *stre
 	}
 }
 
+// readStdout returns a read function for stdout that marks the data in
+// flight before the read(2) that takes it out of the pipe, so there is no
+// moment when stdout data is neither in the pipe nor marked: a stderr chunk
+// read later always sees it (waitStdout).
+func (o *streamOrder) readStdout(r *os.File) func([]byte) (int, error) {
+	rc, err := r.SyscallConn()
+	if err != nil {
+		return r.Read
+	}
+	return func(p []byte) (int, error) {
+		var n int
+		var rerr error
+		err := rc.Read(func(fd uintptr) bool {
+			o.inflight.Store(true)
+			n, rerr = syscall.Read(int(fd), p)
+			if rerr == syscall.EAGAIN {
+				o.inflight.Store(false)
+				return false // wait for data
+			}
+			if rerr == syscall.EINTR {
+				o.inflight.Store(false)
+				return false
+			}
+			if n <= 0 {
+				o.inflight.Store(false)
+			}
+			return true
+		})
+		if err != nil {
+			o.inflight.Store(false)
+			return 0, err
+		}
+		if rerr != nil {
+			return 0, rerr
+		}
+		if n == 0 {
+			return 0, io.EOF
+		}
+		return n, nil
+	}
+}
+
 // A read of at least coalesceMin bytes that still emptied the pipe is
 // followed by a pause of coalesceDelay, so a fast producer's output is
 // read in large chunks (fewer wake-ups) at a cost of at most that delay to
@@ -209,7 +253,7 @@ const (
 
 // orderWait bounds how long a stderr chunk waits for stdout data that is
 // already waiting in its pipe.
-const orderWait = 10 * time.Millisecond
+const orderWait = 100 * time.Millisecond
 
 // streamOrder keeps stdout before stderr when both have data waiting. Two
 // pipes carry no arrival order, and the reader goroutines wake in any
