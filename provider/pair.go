@@ -1,16 +1,15 @@
-package chatmodel
+package provider
 
 import (
 	"fmt"
-
-	"github.com/aibuddy/aibuddy/provider"
 )
 
 // missingResult is the synthetic result given to a call whose result is
 // not in the transcript (an interrupted run, a result lost to truncation).
 const missingResult = "no result recorded for this call (interrupted or dropped from context); run it again if it is still needed"
 
-// pair returns msgs with the pairing the chat completions API enforces (cases
+// Pair returns msgs with the pairing the OpenAI APIs (Responses and chat
+// completions) enforce, and that keeps any transcript valid (cases
 // BH-051, BH-054): every tool_use is followed, in the next message, by
 // exactly one tool_result for it, and every tool_result answers a tool_use
 // that precedes it.
@@ -27,21 +26,21 @@ const missingResult = "no result recorded for this call (interrupted or dropped 
 // Results are moved to a user message placed directly after the assistant
 // message holding their calls, in call order; the other blocks keep their
 // messages and order. msgs is not modified.
-func pair(msgs []provider.Message) []provider.Message {
+func Pair(msgs []Message) []Message {
 	callAt := map[string]int{} // tool_use id → index of its message
 	for i, m := range msgs {
 		for _, b := range m.Blocks {
-			if b.Type == provider.ToolUse {
+			if b.Type == ToolUse {
 				if _, dup := callAt[b.ID]; !dup {
 					callAt[b.ID] = i
 				}
 			}
 		}
 	}
-	result := map[string]provider.Block{} // the first result after its call
+	result := map[string]Block{} // the first result after its call
 	for i, m := range msgs {
 		for _, b := range m.Blocks {
-			if b.Type != provider.ToolResult {
+			if b.Type != ToolResult {
 				continue
 			}
 			if at, ok := callAt[b.ToolUseID]; ok && at < i {
@@ -51,13 +50,13 @@ func pair(msgs []provider.Message) []provider.Message {
 			}
 		}
 	}
-	out := make([]provider.Message, 0, len(msgs)+1)
+	out := make([]Message, 0, len(msgs)+1)
 	usedCall := map[string]bool{}
 	for i, m := range msgs {
-		var keep, results []provider.Block
+		var keep, results []Block
 		for _, b := range m.Blocks {
 			switch b.Type {
-			case provider.ToolUse:
+			case ToolUse:
 				if usedCall[b.ID] || callAt[b.ID] != i {
 					continue // duplicate id
 				}
@@ -66,10 +65,10 @@ func pair(msgs []provider.Message) []provider.Message {
 				if r, ok := result[b.ID]; ok {
 					results = append(results, r)
 				} else {
-					results = append(results, provider.Block{Type: provider.ToolResult, ToolUseID: b.ID, IsError: true,
-						Content: []provider.Block{{Type: provider.Text, Text: missingResult}}})
+					results = append(results, Block{Type: ToolResult, ToolUseID: b.ID, IsError: true,
+						Content: []Block{{Type: Text, Text: missingResult}}})
 				}
-			case provider.ToolResult:
+			case ToolResult:
 				if _, ok := result[b.ToolUseID]; ok {
 					continue // moved next to its call
 				}
@@ -82,28 +81,28 @@ func pair(msgs []provider.Message) []provider.Message {
 			}
 		}
 		if len(keep) > 0 {
-			out = append(out, provider.Message{Role: m.Role, Blocks: keep})
+			out = append(out, Message{Role: m.Role, Blocks: keep})
 		}
 		if len(results) > 0 {
-			out = append(out, provider.Message{Role: provider.User, Blocks: results})
+			out = append(out, Message{Role: User, Blocks: results})
 		}
 	}
 	return out
 }
 
 // orphanText turns a tool_result whose call is gone into user text.
-func orphanText(b provider.Block) provider.Block {
+func orphanText(b Block) Block {
 	text := fmt.Sprintf("[result of tool call %s, whose call is no longer in context]", b.ToolUseID)
 	if b.IsError {
 		text += " (error)"
 	}
 	for _, c := range b.Content {
 		switch c.Type {
-		case provider.Text:
+		case Text:
 			text += "\n" + c.Text
-		case provider.Image:
+		case Image:
 			text += fmt.Sprintf("\n[image %s, %d bytes, omitted]", c.MIMEType, len(c.Data))
 		}
 	}
-	return provider.Block{Type: provider.Text, Text: text}
+	return Block{Type: Text, Text: text}
 }
