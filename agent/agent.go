@@ -8,6 +8,7 @@ import (
 	"io"
 	"iter"
 	"log/slog"
+	"reflect"
 	"strconv"
 	"sync"
 	"time"
@@ -276,6 +277,7 @@ func (a *Agent) loop(ctx context.Context, prior []provider.Message, text string,
 	handler := a.handler(r)
 	native := a.opts.Model.Strategy() == provider.Native
 
+	imageSwaps := 0
 	for step := 1; ; step++ {
 		if err := ctx.Err(); err != nil {
 			return end(StopCancelled, err)
@@ -296,6 +298,17 @@ func (a *Agent) loop(ctx context.Context, prior []provider.Message, text string,
 		req := &provider.Request{Model: a.opts.ModelName, System: a.opts.System, Messages: sent, Tools: tools, MaxTokens: a.opts.MaxTokens}
 		msg, stop, err := a.callModel(ctx, r, req, emit)
 		r.sum.Steps = step
+		var rejected provider.ImageRejection
+		if err != nil && ctx.Err() == nil && errors.As(err, &rejected) && imageSwaps < maxImageSwaps {
+			// BH-013: the provider refused an image. Swap it for a note in
+			// the stored history and ask again, instead of failing every
+			// later turn on the same 400.
+			imageSwaps++
+			r.sum.Transcript = swapRejectedImages(r.sum.Transcript, sent, rejected.Replace(sent))
+			a.opts.Logger.Warn("agent: the provider refused an image; it is now a text note in the history", "err", err)
+			step--
+			continue
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return end(StopCancelled, ctx.Err())
@@ -618,4 +631,49 @@ func ResultBlock(id string, res *tool.Result) provider.Block {
 		b.Content = []provider.Block{{Type: provider.Text, Text: "(no output)"}}
 	}
 	return b
+}
+
+// maxImageSwaps bounds how often one run swaps refused images and retries.
+const maxImageSwaps = 3
+
+// swapRejectedImages carries the image-to-note swaps an adapter made in the
+// messages it sent (before → after) over to the stored transcript: a changed
+// tool_result is replaced by its new form (matched by tool_use id), and a
+// changed top-level image by its note (matched by its bytes).
+func swapRejectedImages(transcript, before, after []provider.Message) []provider.Message {
+	results := map[string]provider.Block{}
+	images := map[string]provider.Block{}
+	for i := range before {
+		if i >= len(after) {
+			break
+		}
+		for j := range before[i].Blocks {
+			if j >= len(after[i].Blocks) {
+				break
+			}
+			b, a := before[i].Blocks[j], after[i].Blocks[j]
+			if reflect.DeepEqual(b, a) {
+				continue
+			}
+			switch {
+			case b.Type == provider.ToolResult && b.ToolUseID != "":
+				results[b.ToolUseID] = a
+			case b.Type == provider.Image:
+				images[string(b.Data)] = a
+			}
+		}
+	}
+	out := make([]provider.Message, len(transcript))
+	for i, m := range transcript {
+		out[i] = m
+		out[i].Blocks = append([]provider.Block(nil), m.Blocks...)
+		for j, b := range out[i].Blocks {
+			if nb, ok := results[b.ToolUseID]; ok && b.Type == provider.ToolResult {
+				out[i].Blocks[j] = nb
+			} else if nb, ok := images[string(b.Data)]; ok && b.Type == provider.Image {
+				out[i].Blocks[j] = nb
+			}
+		}
+	}
+	return out
 }

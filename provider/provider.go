@@ -120,6 +120,16 @@ type Model interface {
 	Stream(ctx context.Context, req *Request) iter.Seq2[Event, error]
 }
 
+// ImageRejection is implemented by an adapter's error when the API refused
+// an image of the request (case BH-013: "If the provider still rejects an
+// image, that image block is swapped for a text note in the stored
+// history"). Replace returns the request's messages with the refused image
+// (or every image, when the API did not say which) swapped for a text note.
+type ImageRejection interface {
+	error
+	Replace(msgs []Message) []Message
+}
+
 // Strategy is how deferred tools reach the model (seed: "Both strategies
 // consume the same defer decision; only schema presentation differs").
 type Strategy string

@@ -334,3 +334,4 @@ func classify(err error, origins [][]origin) error {
 	}
 	return ie
 }
+var _ provider.ImageRejection = (*ImageError)(nil)
