@@ -334,4 +334,5 @@ func classify(err error, origins [][]origin) error {
 	}
 	return ie
 }
+
 var _ provider.ImageRejection = (*ImageError)(nil)
