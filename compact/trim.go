@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
 	"io"
 	"regexp"
 	"strconv"
@@ -404,23 +406,10 @@ func trimLines(text string, budget int, count Counter, hint string) TrimResult {
 	return TrimResult{Text: out, Tokens: count(out), Removed: "all but the first 400 characters"}
 }
 
-// num formats n with thousands separators: 65544 -> "65,544".
-func num(n int) string {
-	s := strconv.Itoa(n)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	if neg {
-		b.WriteByte('-')
-	}
-	for i := range len(s) {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
+// num formats n with thousands separators (golang.org/x/text/message, English): 65544 -> "65,544".
+func num(n int) string { return thousands.Sprintf("%d", n) }
+
+var thousands = message.NewPrinter(language.English)
 
 // plural returns "1 line" or "2,000 lines".
 func plural(n int, one, many string) string {

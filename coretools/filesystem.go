@@ -5,6 +5,8 @@ import (
 	"context"
 	"embed"
 	"fmt"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
 	"path"
 	"path/filepath"
 	"strconv"
@@ -252,23 +254,10 @@ func fsDestructive(title string) *tool.Annotations {
 	return &tool.Annotations{Title: title, DestructiveHint: &t}
 }
 
-// fsCount formats n with thousands separators: 65544 -> "65,544".
-func fsCount(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	if neg {
-		b.WriteByte('-')
-	}
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	return b.String()
-}
+// fsCount formats n with thousands separators (golang.org/x/text/message, English): 65544 -> "65,544".
+func fsCount(n int64) string { return thousands.Sprintf("%d", n) }
+
+var thousands = message.NewPrinter(language.English)
 
 // fsPlural returns "1 file" or "2 files".
 func fsPlural(n int, one, many string) string {

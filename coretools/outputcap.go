@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -613,23 +612,8 @@ func omissionMarker(st capStats) string {
 	return fmt.Sprintf("[%s omitted: %s]", exPlural(st.OmittedChars, "character", "characters"), lines)
 }
 
-// exCount formats n with thousands separators: 65544 -> "65,544".
-func exCount(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	if neg {
-		b.WriteByte('-')
-	}
-	for i := range len(s) {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
+// exCount formats n with thousands separators (golang.org/x/text/message, English): 65544 -> "65,544".
+func exCount(n int64) string { return thousands.Sprintf("%d", n) }
 
 // exPlural returns "1 line" or "2,000 lines".
 func exPlural(n int64, one, many string) string {

@@ -6,13 +6,14 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
 	"image"
 	_ "image/gif" // image.DecodeConfig formats
 	_ "image/jpeg"
 	_ "image/png"
 	"io"
 	"net/http"
-	"strconv"
 	"unicode/utf8"
 
 	_ "golang.org/x/image/webp" // image.DecodeConfig for WebP
@@ -317,22 +318,10 @@ func binaryDescription(head []byte, size int64, mime string) string {
 	return fmt.Sprintf("%s, %s bytes, not shown; use execute with xxd or strings for a bounded view", what, commas(size))
 }
 
-// commas formats n with thousands separators: 65544 -> "65,544".
-func commas(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	neg := ""
-	if n < 0 {
-		neg, s = "-", s[1:]
-	}
-	var b []byte
-	for i := range len(s) {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b = append(b, ',')
-		}
-		b = append(b, s[i])
-	}
-	return neg + string(b)
-}
+// commas formats n with thousands separators (golang.org/x/text/message, English): 65544 -> "65,544".
+func commas(n int64) string { return thousands.Sprintf("%d", n) }
+
+var thousands = message.NewPrinter(language.English)
 
 // countingReader counts bytes read through it.
 type countingReader struct {

@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
 	"image"
 	"image/color"
 	"image/png"
@@ -388,15 +390,7 @@ func runRead(t *testing.T, newSandbox NewFunc) {
 	})
 }
 
-// commas formats n with thousands separators.
-func commas(n int) string {
-	s := fmt.Sprint(n)
-	var b []byte
-	for i := range len(s) {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b = append(b, ',')
-		}
-		b = append(b, s[i])
-	}
-	return string(b)
-}
+// commas formats n with thousands separators (golang.org/x/text/message, English).
+func commas(n int) string { return thousands.Sprintf("%d", n) }
+
+var thousands = message.NewPrinter(language.English)
