@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -195,7 +196,13 @@ func compileKeyword(err error) string {
 		var ve *jsonschema.ValidationError
 		if errors.As(sve.Err, &ve) {
 			if leaves := leafErrors(ve); len(leaves) > 0 {
-				return "/" + strings.Join(leaves[0].InstanceLocation, "/")
+				first := "/" + strings.Join(leaves[0].InstanceLocation, "/")
+				for _, l := range leaves[1:] {
+					if loc := "/" + strings.Join(l.InstanceLocation, "/"); loc < first {
+						first = loc
+					}
+				}
+				return first
 			}
 		}
 		return "inputSchema"
@@ -215,7 +222,11 @@ func describeCompile(err error) string {
 		if errors.As(sve.Err, &ve) {
 			var parts []string
 			seen := map[string]bool{}
-			for _, l := range leafErrors(ve) {
+			leaves := leafErrors(ve)
+			slices.SortStableFunc(leaves, func(a, b *jsonschema.ValidationError) int {
+				return strings.Compare(strings.Join(a.InstanceLocation, "/"), strings.Join(b.InstanceLocation, "/"))
+			})
+			for _, l := range leaves {
 				loc := "/" + strings.Join(l.InstanceLocation, "/")
 				if seen[loc] { // anyOf alternatives at one place: the first says it
 					continue
@@ -383,6 +394,9 @@ func (t *Tool) validate(input map[string]any) *Error {
 	for _, l := range leafErrors(ve) {
 		parts = append(parts, describeLeaf(l))
 	}
+	// The validator walks properties in map order: sort for a stable message.
+	slices.Sort(parts)
+	parts = slices.Compact(parts)
 	return &Error{Stage: Parameters, Msg: "invalid input: " + strings.Join(parts, "; "), Err: err,
 		Hint: "correct the arguments to match the input schema of " + t.name}
 }

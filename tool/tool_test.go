@@ -96,7 +96,7 @@ func TestCallValidatesBeforeHandler(t *testing.T) {
 		{`{"path":"a","extra":1}`, `unknown field extra (not in the schema)`},
 		{`{"path":"a","n":0}`, `field n: minimum: got 0, want 1`},
 		{`{"path":"a","n":1.5}`, `field n: got number, want integer`},
-		{`{"path":5,"n":0}`, `field path: got number, want string; field n: minimum: got 0, want 1`},
+		{`{"path":5,"n":0}`, `field n: minimum: got 0, want 1; field path: got number, want string`},
 		{`[1,2]`, `input must be a JSON object, got an array`},
 		{`{"path":"a"} {"path":"b"}`, `data after the JSON object`},
 		{`{"path":`, `not valid JSON`},
