@@ -34,6 +34,8 @@ type Config struct {
 	Discovery Discovery `json:"discovery"`
 	// MCP holds the client side's timeouts for the servers in MCPServers.
 	MCP MCP `json:"mcp"`
+	// Compaction configures background precompaction of large results.
+	Compaction Compaction `json:"compaction"`
 	// Approval says which actions need a person's approval and which
 	// paths the file tools never touch.
 	Approval Approval `json:"approval"`
@@ -56,6 +58,20 @@ type Discovery struct {
 type MCP struct {
 	InitTimeout Duration `json:"initTimeout,omitempty"` // connect + initialize + tools/list per server; default 30 s
 	CallTimeout Duration `json:"callTimeout,omitempty"` // one tools/call; default none beyond the caller's
+}
+
+// Compaction configures precompaction (seed: "When a tool result reaches
+// the current 2,500-token precompaction threshold ..."). Zero means the
+// default given.
+type Compaction struct {
+	ThresholdTokens int `json:"thresholdTokens,omitempty"` // results from this size are compacted; default 2,500 (o200k estimate)
+	TargetTokens    int `json:"targetTokens,omitempty"`    // size a compacted form aims at; default 1,000
+	// Strategies choose per tool name: "trim", "summarize", "drop" (only
+	// for tools whose output is disposable: no recovery pointer) or "keep".
+	Strategies map[string]string `json:"strategies,omitempty"`
+	// GroupStrategies choose per tool group key ("filesystem", "execute",
+	// "mcp:<server>" is not a group: name MCP tools in Strategies).
+	GroupStrategies map[string]string `json:"groupStrategies,omitempty"`
 }
 
 // Approval configures human decisions (seed: "High-impact actions also
@@ -270,6 +286,7 @@ func (c *Config) validate() error {
 		"discovery.perServer": int64(c.Discovery.PerServer), "discovery.total": int64(c.Discovery.Total),
 		"discovery.searchResults": int64(c.Discovery.SearchResults), "discovery.searchMax": int64(c.Discovery.SearchMax),
 		"mcp.initTimeout": int64(c.MCP.InitTimeout), "mcp.callTimeout": int64(c.MCP.CallTimeout),
+		"compaction.thresholdTokens": int64(c.Compaction.ThresholdTokens), "compaction.targetTokens": int64(c.Compaction.TargetTokens),
 	}
 	var bad []string
 	for k, v := range ints {
@@ -283,6 +300,19 @@ func (c *Config) validate() error {
 	if l.ExecMaxTimeout > 0 && l.ExecDefaultTimeout > l.ExecMaxTimeout {
 		return fmt.Errorf("limits.execDefaultTimeout (%s) exceeds limits.execMaxTimeout (%s)",
 			l.ExecDefaultTimeout.D(), l.ExecMaxTimeout.D())
+	}
+	for where, m := range map[string]map[string]string{"compaction.strategies": c.Compaction.Strategies,
+		"compaction.groupStrategies": c.Compaction.GroupStrategies} {
+		for k, v := range m {
+			switch v {
+			case "trim", "summarize", "drop", "keep":
+			default:
+				return fmt.Errorf("%s.%s: %q is not a strategy (want trim, summarize, drop or keep)", where, k, v)
+			}
+		}
+	}
+	if t := c.Compaction; t.ThresholdTokens > 0 && t.TargetTokens >= t.ThresholdTokens {
+		return fmt.Errorf("compaction.targetTokens (%d) must be below compaction.thresholdTokens (%d)", t.TargetTokens, t.ThresholdTokens)
 	}
 	for i, k := range c.ToolKeys {
 		if strings.TrimSpace(k) == "" {

@@ -225,7 +225,17 @@ func (c *common) resolve(ctx context.Context, o *Options) (*run, error) {
 		return nil, usageErr("opening the call records: %v (set --data-dir to a writable folder)", err)
 	}
 	r.store = st
-	r.compactor, err = compact.New(st, &compact.Options{DataDir: r.dataDir, GroupOf: r.registry.GroupOf, Logger: r.logger})
+	cc := r.cfg.Compaction
+	copts := &compact.Options{DataDir: r.dataDir, GroupOf: r.registry.GroupOf, Logger: r.logger,
+		Threshold: cc.ThresholdTokens, Target: cc.TargetTokens,
+		Strategies: map[string]compact.Strategy{}, GroupStrategies: map[string]compact.Strategy{}}
+	for k, v := range cc.Strategies {
+		copts.Strategies[k] = compact.Strategy(v)
+	}
+	for k, v := range cc.GroupStrategies {
+		copts.GroupStrategies[k] = compact.Strategy(v)
+	}
+	r.compactor, err = compact.New(st, copts)
 	if err != nil {
 		r.close()
 		return nil, &exitError{code: ExitFailure, err: err}
