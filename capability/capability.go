@@ -28,6 +28,11 @@ type RunSpec struct {
 	Sandbox sandbox.Sandbox
 	// Prerequisites are the run's state flags that hold (e.g. "team").
 	Prerequisites []string
+	// Reuse, when set, is the run's previous set: a group that does not
+	// depend on MCP servers and was built there keeps those tools instead
+	// of being built again, so per-run tool state (such as which files
+	// were read) survives a refresh after an MCP server's tools changed.
+	Reuse *Set
 }
 
 // MCPServer is one configured MCP server as a run sees it (package
@@ -93,6 +98,21 @@ type Set struct {
 	groups map[string]registry.Group // tool name → its group (built-in tools)
 	server map[string]string         // tool name → MCP server (MCP tools)
 	active []string                  // group keys with tools in the set
+}
+
+// groupTools returns the tools of the set built by group key, or nil (also
+// for a nil set).
+func (s *Set) groupTools(key string) []*tool.Tool {
+	if s == nil {
+		return nil
+	}
+	var out []*tool.Tool
+	for _, t := range s.tools {
+		if g, ok := s.groups[t.Name()]; ok && g.Key == key {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // Server returns the MCP server a tool of the set comes from; ok is false
@@ -209,10 +229,16 @@ func Resolve(reg *registry.Registry, spec RunSpec) (*Set, []Exclusion, error) {
 			exclude(reason, detail)
 			continue
 		}
-		tools, err := g.Build(env)
-		if err != nil {
-			exclude(BuildFailed, fmt.Sprintf("group %q could not build its tools: %v", g.Key, err))
-			continue
+		var tools []*tool.Tool
+		if prev := spec.Reuse.groupTools(g.Key); prev != nil && len(g.Requires.MCPServers) == 0 {
+			tools = prev
+		} else {
+			built, err := g.Build(env)
+			if err != nil {
+				exclude(BuildFailed, fmt.Sprintf("group %q could not build its tools: %v", g.Key, err))
+				continue
+			}
+			tools = built
 		}
 		for _, t := range tools {
 			if !slices.Contains(g.Names, t.Name()) {

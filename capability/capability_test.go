@@ -180,3 +180,31 @@ func TestResolveMCPServers(t *testing.T) {
 		t.Error("two servers offering one name must be an error, never a silent overwrite")
 	}
 }
+
+func TestResolveReusesBuiltToolsAcrossAnMCPRefresh(t *testing.T) {
+	ls, err := localsandbox.New(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ls.Close()
+	spec := capability.RunSpec{ToolKeys: []string{"filesystem"}, Sandbox: ls,
+		MCP: []capability.MCPServer{{Name: "a", Connected: true, Tools: []*tool.Tool{mk("a__one")}}}}
+	first, _, err := capability.Resolve(testRegistry(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.Reuse = first
+	spec.MCP = []capability.MCPServer{{Name: "a", Connected: true, Tools: []*tool.Tool{mk("a__two")}}}
+	second, _, err := capability.Resolve(testRegistry(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(second.Names(), ","); got != "ls,read_file,a__two" {
+		t.Fatalf("refreshed set %s", got)
+	}
+	t1, _ := first.Tool("read_file")
+	t2, _ := second.Tool("read_file")
+	if t1 != t2 {
+		t.Error("the built-in tools were built again: their per-run state is lost")
+	}
+}

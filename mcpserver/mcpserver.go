@@ -152,6 +152,13 @@ func (g *Gateway) unlisted(next mcp.MethodHandler) mcp.MethodHandler {
 // Server is the MCP server to run over a transport.
 func (g *Gateway) Server() *mcp.Server { return g.srv }
 
+// Set is the tool set the gateway currently serves.
+func (g *Gateway) Set() *capability.Set {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.set
+}
+
 // Run is the gateway's current discovery run.
 func (g *Gateway) Run() *discovery.Run {
 	g.mu.Lock()

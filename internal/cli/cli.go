@@ -299,8 +299,12 @@ func (c *common) loadConfig() (cfg *config.Config, dir string, err error) {
 
 // resolveSet computes a fresh effective tool set (fresh per-run state)
 // from the registry and the MCP servers as they are now.
-func (r *run) resolveSet() error {
+func (r *run) resolveSet() error { return r.resolveSetReusing(nil) }
+
+// resolveSetReusing is resolveSet keeping the built-in tools of prev.
+func (r *run) resolveSetReusing(prev *capability.Set) error {
 	spec := r.spec
+	spec.Reuse = prev
 	if r.mcp != nil {
 		tools := r.mcp.Tools()
 		for _, st := range r.mcp.Servers() {

@@ -111,8 +111,9 @@ func (g *gateways) refresh() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for _, gw := range g.all {
-		// Each gateway gets its own fresh set: per-run tool state.
-		if err := g.r.resolveSet(); err != nil {
+		// Each gateway keeps its own built-in tools (their per-run state,
+		// such as which files were read) and gets the new MCP tools.
+		if err := g.r.resolveSetReusing(gw.Set()); err != nil {
 			g.r.logger.Error("resolving the tool set after an MCP server changed", "err", err)
 			return
 		}
