@@ -24,7 +24,7 @@ func mcpTools(server string, names ...string) []*tool.Tool {
 		full := server + "__" + n
 		out = append(out, tool.MustDefine(tool.Spec{Name: full, Description: "Tool " + n + " of " + server,
 			InputSchema: json.RawMessage(`{"type":"object"}`),
-			Handler: func(context.Context, *tool.Call) (*tool.Result, error) { return tool.Text(full + " ran"), nil }}))
+			Handler:     func(context.Context, *tool.Call) (*tool.Result, error) { return tool.Text(full + " ran"), nil }}))
 	}
 	return out
 }
