@@ -84,6 +84,7 @@ type gateways struct {
 	opts *mcpserver.Options
 	mu   sync.Mutex
 	all  []*mcpserver.Gateway
+	seen map[*mcpserver.Gateway]bool // gateways that have had a session
 }
 
 // add resolves a fresh run (fresh per-run tool state) and serves it.
@@ -110,6 +111,22 @@ func (g *gateways) add() *mcpserver.Gateway {
 func (g *gateways) refresh() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	live := g.all[:0]
+	for _, gw := range g.all {
+		// A gateway whose session has ended (HTTP) is dropped; one whose
+		// session has not started yet stays.
+		if hasSession(gw) {
+			if g.seen == nil {
+				g.seen = map[*mcpserver.Gateway]bool{}
+			}
+			g.seen[gw] = true
+		} else if g.seen[gw] {
+			delete(g.seen, gw)
+			continue
+		}
+		live = append(live, gw)
+	}
+	g.all = live
 	for _, gw := range g.all {
 		// Each gateway keeps its own built-in tools (their per-run state,
 		// such as which files were read) and gets the new MCP tools.
@@ -145,4 +162,11 @@ func serveHTTP(ctx context.Context, cmd *cobra.Command, r *run, addr string, gw 
 		_ = srv.Shutdown(shutdown)
 		return nil
 	}
+}
+
+func hasSession(gw *mcpserver.Gateway) bool {
+	for range gw.Server().Sessions() {
+		return true
+	}
+	return false
 }
