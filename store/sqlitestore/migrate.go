@@ -3,7 +3,10 @@ package sqlitestore
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"strings"
+	"time"
 )
 
 // migrations are the schema steps in order: migrations[i] takes a file
@@ -51,6 +54,39 @@ const SchemaVersion = 1
 // failing step leaves the previous version intact, and two processes
 // opening one file at once apply each step once.
 func migrate(ctx context.Context, db *sql.DB, steps []string) error {
+	// Two processes opening a new file at once can meet SQLITE_BUSY where
+	// SQLite does not wait (switching the file to WAL, first connection
+	// set-up): such a step is retried, with a growing pause, for up to
+	// busyRetryFor.
+	deadline := time.Now().Add(busyRetryFor)
+	pause := 5 * time.Millisecond
+	for {
+		err := migrateOnce(ctx, db, steps)
+		if err == nil || !isBusy(err) || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(pause):
+		}
+		pause = min(pause*2, 200*time.Millisecond)
+	}
+}
+
+// busyRetryFor bounds how long migrate retries a step that met SQLITE_BUSY.
+const busyRetryFor = 15 * time.Second
+
+// isBusy reports whether err is SQLITE_BUSY (any extended code).
+func isBusy(err error) bool {
+	var coded interface{ Code() int }
+	if errors.As(err, &coded) {
+		return coded.Code()&0xff == 5
+	}
+	return strings.Contains(err.Error(), "SQLITE_BUSY")
+}
+
+func migrateOnce(ctx context.Context, db *sql.DB, steps []string) error {
 	for {
 		tx, err := db.BeginTx(ctx, nil)
 		if err != nil {
