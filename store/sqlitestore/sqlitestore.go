@@ -143,9 +143,20 @@ func Open(path string, opts *Options) (*Store, error) {
 	s.w.SetConnMaxLifetime(0)
 
 	ctx := context.Background()
-	if err := s.w.PingContext(ctx); err != nil {
-		s.w.Close()
-		return nil, s.fail("open", err)
+	// The first connection switches a new file to WAL; a second process
+	// doing the same at that moment gets SQLITE_BUSY without waiting.
+	pause, deadline := 5*time.Millisecond, time.Now().Add(busyRetryFor)
+	for {
+		err := s.w.PingContext(ctx)
+		if err == nil {
+			break
+		}
+		if !isBusy(err) || time.Now().After(deadline) {
+			s.w.Close()
+			return nil, s.fail("open", err)
+		}
+		time.Sleep(pause)
+		pause = min(pause*2, 200*time.Millisecond)
 	}
 	if err := migrate(ctx, s.w, migrations); err != nil {
 		s.w.Close()
