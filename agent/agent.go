@@ -432,14 +432,7 @@ func (a *Agent) handler(r *run) Handler {
 		Policy:    a.opts.Policy,
 		Confirmer: a.opts.Confirmer,
 		Now:       a.opts.Now,
-		Lookup: func(name string) (*tool.Tool, string, bool) {
-			t, ok := set.Tool(name)
-			if !ok {
-				return nil, "", false
-			}
-			srv, _ := set.Server(name)
-			return t, srv, true
-		},
+		Lookup:    set.Lookup,
 		OnAsk: func(ctx context.Context, act approval.Action) {
 			r.push(act.CallID, Event{Kind: EventConfirm, Step: r.step, CallID: act.CallID, Tool: act.Tool, Action: &act})
 		},

@@ -100,6 +100,16 @@ type Set struct {
 	active []string                  // group keys with tools in the set
 }
 
+// Lookup returns a tool of the set with the MCP server it comes from (""
+// for a built-in tool): the shape approval.Gate.Lookup takes.
+func (s *Set) Lookup(name string) (t *tool.Tool, server string, ok bool) {
+	if t, ok = s.Tool(name); !ok {
+		return nil, "", false
+	}
+	server, _ = s.Server(name)
+	return t, server, true
+}
+
 // groupTools returns the tools of the set built by group key, or nil (also
 // for a nil set).
 func (s *Set) groupTools(key string) []*tool.Tool {

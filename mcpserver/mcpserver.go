@@ -87,6 +87,7 @@ type Gateway struct {
 	run       *discovery.Run
 	listed    map[string]bool // tool names on the server's list
 	activated []string        // names tool_search activated, kept across Update
+	proxy     *tool.Tool      // call_tool, defined once
 }
 
 // CallToolName is the gateway's proxy tool for hosts that never refresh
@@ -118,6 +119,7 @@ func NewGateway(set *capability.Set, opts *Options) *Gateway {
 		o.ProgressInterval = 250 * time.Millisecond
 	}
 	g := &Gateway{opts: o, listed: map[string]bool{}}
+	g.proxy = g.callTool()
 	g.srv = mcp.NewServer(&mcp.Implementation{Name: o.Name, Version: o.Version},
 		&mcp.ServerOptions{Instructions: o.Instructions, Logger: o.Logger,
 			Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}}})
@@ -204,7 +206,7 @@ func (g *Gateway) syncLocked() {
 		want[t.Name()] = t
 	}
 	if _, ok := want[discovery.ToolSearchName]; ok {
-		want[CallToolName] = g.callTool()
+		want[CallToolName] = g.proxy
 	}
 	var gone []string
 	for n := range g.listed {
@@ -243,7 +245,7 @@ func (g *Gateway) dispatchRun(ctx context.Context, call *tool.Call) *tool.Result
 	run, set := g.run, g.set
 	g.mu.Unlock()
 	if call.Name == CallToolName {
-		return g.callTool().Call(ctx, call)
+		return g.proxy.Call(ctx, call)
 	}
 	return run.Dispatch(ctx, call, g.execute(set))
 }
@@ -254,15 +256,7 @@ func (g *Gateway) execute(set *capability.Set) func(context.Context, *tool.Call)
 	if g.opts.Policy == nil {
 		return set.Call
 	}
-	gate := &approval.Gate{Policy: g.opts.Policy, Confirmer: g.opts.Confirmer,
-		Lookup: func(name string) (*tool.Tool, string, bool) {
-			t, ok := set.Tool(name)
-			if !ok {
-				return nil, "", false
-			}
-			srv, _ := set.Server(name)
-			return t, srv, true
-		}}
+	gate := &approval.Gate{Policy: g.opts.Policy, Confirmer: g.opts.Confirmer, Lookup: set.Lookup}
 	return gate.Wrap(set.Call)
 }
 

@@ -200,11 +200,9 @@ func TestCallsRecordsCompactionAndRecovery(t *testing.T) {
 		t.Errorf("record projection: %.600s", out)
 	}
 	// Recovery by id, in bounded slices, through the same pipeline.
-	var got strings.Builder
 	args := fmt.Sprintf(`{"id":%q,"json_path":"$[599].name"}`, res.ToolCallID)
 	code, out, errs = runCLI(t, cli.Options{}, append([]string{"call", "view_tool_call", args}, common...)...)
 	if code != 0 || !strings.Contains(out, "item-599") {
 		t.Errorf("view_tool_call json_path: %d %s %s", code, out, errs)
 	}
-	got.WriteString(out)
 }
