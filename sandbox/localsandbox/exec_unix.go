@@ -279,7 +279,11 @@ func (o *streamOrder) waitStdout() {
 		return
 	}
 	deadline := time.Now().Add(orderWait)
-	for o.inflight.Load() || pipeBuffered(o.out) > 0 {
+	// The pipe is asked first: an empty pipe then in-flight false means
+	// stdout's data, if any, was delivered. The other order misses a chunk
+	// read between the two checks (inflight still false when asked, the pipe
+	// already empty when asked next).
+	for pipeBuffered(o.out) > 0 || o.inflight.Load() {
 		d := time.Until(deadline)
 		if d <= 0 {
 			return
