@@ -405,7 +405,7 @@ func TestStderrDrainedBH042(t *testing.T) {
 // BH-043: list_changed bursts re-fetch once; alpha goes, beta comes; the
 // in-flight alpha call completes; a later one is told the tool is gone.
 func TestListChangedBH043(t *testing.T) {
-	m := connect(t, &mcpclient.Options{ListChangedDebounce: 150 * time.Millisecond},
+	m := connect(t, &mcpclient.Options{ListChangedDebounce: time.Second},
 		scriptedServer("live", "scripted", `[{"name":"alpha","inputSchema":{"type":"object"}}]`))
 	var notified atomic.Int32
 	changed := make(chan struct{}, 10)
@@ -422,7 +422,7 @@ func TestListChangedBH043(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no refresh after list_changed")
 	}
-	time.Sleep(500 * time.Millisecond) // a second refresh, if any, would land here
+	time.Sleep(1500 * time.Millisecond) // a second refresh, if any, would land here
 
 	names := map[string]bool{}
 	for _, tl := range m.Tools()["live"] {
@@ -509,7 +509,7 @@ func TestCallsAndDisconnect(t *testing.T) {
 	}
 	t0 := time.Now()
 	r = call(t, findToolHeld(crash), `{}`)
-	if !r.IsError || r.Stage != tool.Execution || !strings.Contains(r.AllText(), "is disconnected") || time.Since(t0) > time.Second {
+	if !r.IsError || r.Stage != tool.Execution || !strings.Contains(r.AllText(), "is disconnected") || time.Since(t0) > 10*time.Second { // fails at once, not after a call timeout
 		t.Errorf("call after disconnect: %+v", r)
 	}
 }
