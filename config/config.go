@@ -58,6 +58,12 @@ type Discovery struct {
 type MCP struct {
 	InitTimeout Duration `json:"initTimeout,omitempty"` // connect + initialize + tools/list per server; default 30 s
 	CallTimeout Duration `json:"callTimeout,omitempty"` // one tools/call; default none beyond the caller's
+	// StartupWait bounds how long `aibuddy mcp` waits for MCP servers before
+	// it answers the host; servers still connecting join later and the host
+	// is told with notifications/tools/list_changed. Default 5 s; set it to
+	// initTimeout or more to always wait for every server. `aibuddy run`
+	// and `aibuddy tools` always wait for every server.
+	StartupWait Duration `json:"startupWait,omitempty"`
 }
 
 // Compaction configures precompaction (seed: "When a tool result reaches
@@ -285,7 +291,7 @@ func (c *Config) validate() error {
 		"limits.execHeartbeat": int64(l.ExecHeartbeat), "limits.execMaxOutputChars": int64(l.ExecMaxOutputChars),
 		"discovery.perServer": int64(c.Discovery.PerServer), "discovery.total": int64(c.Discovery.Total),
 		"discovery.searchResults": int64(c.Discovery.SearchResults), "discovery.searchMax": int64(c.Discovery.SearchMax),
-		"mcp.initTimeout": int64(c.MCP.InitTimeout), "mcp.callTimeout": int64(c.MCP.CallTimeout),
+		"mcp.initTimeout": int64(c.MCP.InitTimeout), "mcp.callTimeout": int64(c.MCP.CallTimeout), "mcp.startupWait": int64(c.MCP.StartupWait),
 		"compaction.thresholdTokens": int64(c.Compaction.ThresholdTokens), "compaction.targetTokens": int64(c.Compaction.TargetTokens),
 	}
 	var bad []string

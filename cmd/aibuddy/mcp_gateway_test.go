@@ -43,7 +43,9 @@ func settings(t *testing.T, ws string, names []string, extra map[string]any) str
 			servers[n] = map[string]any{"command": "sh", "args": []string{"-c", "sleep 3600"}}
 		}
 	}
-	doc := map[string]any{"mcpServers": servers, "mcp": map[string]any{"initTimeout": "20s"}}
+	// startupWait covers the initialize timeout: these tests see every
+	// server from the first tools/list (TestLateServerJoins covers less).
+	doc := map[string]any{"mcpServers": servers, "mcp": map[string]any{"initTimeout": "20s", "startupWait": "20s"}}
 	for k, v := range extra {
 		doc[k] = v
 	}
@@ -185,6 +187,70 @@ func TestGatewaySearchActivatesThenCalls(t *testing.T) {
 	out = mustOK(t, "call_tool", callTool(t, ctx, cs, "call_tool", map[string]any{"name": "everything__echo", "arguments": map[string]any{"message": "via proxy"}}))
 	if !strings.Contains(out, "via proxy") {
 		t.Errorf("call_tool echo answered %q", out)
+	}
+}
+
+// TestLateServerJoins (BH-041 over MCP): `aibuddy mcp` answers the host
+// after mcp.startupWait even while one server hangs in initialize (its
+// timeout here is 10 minutes) and another is still starting; the late one's
+// tools arrive with notifications/tools/list_changed once it connects.
+func TestLateServerJoins(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	ws := t.TempDir()
+	gate := filepath.Join(t.TempDir(), "go")
+	// The memory server starts only once the test creates the gate file,
+	// so it is certainly late for the first tools/list.
+	late := map[string]any{"command": "sh", "args": []string{"-c",
+		`while [ ! -e "$1" ]; do sleep 0.05; done; exec "$2"`, "sh", gate, npmServer(t, "mcp-server-memory")},
+		"env": map[string]string{"MEMORY_FILE_PATH": filepath.Join(t.TempDir(), "memory.jsonl")}}
+	doc := map[string]any{
+		"mcpServers": map[string]any{"late": late, "hang": map[string]any{"command": "sh", "args": []string{"-c", "sleep 3600"}}},
+		"mcp":        map[string]any{"initTimeout": "10m", "startupWait": "300ms"},
+	}
+	b, _ := json.Marshal(doc)
+	cfg := filepath.Join(t.TempDir(), "aibuddy.json")
+	if err := os.WriteFile(cfg, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	changed := make(chan struct{}, 16)
+	cmd := exec.Command(bin, "mcp", "--workspace", ws, "--config", cfg)
+	cmd.Stderr = &testWriter{t: t, prefix: "aibuddy stderr: "}
+	client := mcp.NewClient(&mcp.Implementation{Name: "e2e-late", Version: "1"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} }})
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("the host was not answered while servers were connecting: %v", err)
+	}
+	defer cs.Close()
+	listed := func() map[string]bool {
+		lt, err := cs.ListTools(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]bool{}
+		for _, tl := range lt.Tools {
+			m[tl.Name] = true
+		}
+		return m
+	}
+	first := listed()
+	if !first["read_file"] || first["late__read_graph"] {
+		t.Fatalf("first tools/list: want the built-in tools and no late__ tool yet: %v", first)
+	}
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for !listed()["late__read_graph"] {
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			t.Fatal("no notifications/tools/list_changed bringing the late server's tools")
+		}
+	}
+	out := mustOK(t, "late__read_graph", callTool(t, ctx, cs, "late__read_graph", map[string]any{}))
+	if !strings.Contains(out, "entities") {
+		t.Errorf("read_graph answered %q", out)
 	}
 }
 

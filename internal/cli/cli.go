@@ -107,7 +107,14 @@ type common struct {
 	config    string
 	dataDir   string
 	verbose   bool
+	// serveEarly bounds the wait for MCP servers at start-up by
+	// mcp.startupWait (aibuddy mcp); otherwise every server is waited for.
+	serveEarly bool
 }
+
+// DefaultMCPStartupWait is how long `aibuddy mcp` waits for MCP servers
+// before answering the host when mcp.startupWait is not set.
+const DefaultMCPStartupWait = 5 * time.Second
 
 func (c *common) register(cmd *cobra.Command) {
 	cmd.Flags().StringVarP(&c.workspace, "workspace", "w", "", "workspace folder the tools act in (default: the settings' sandbox.workspace, else the current folder)")
@@ -259,9 +266,31 @@ func (c *common) resolve(ctx context.Context, o *Options) (*run, error) {
 		return nil, usageErr("settings: %v", err)
 	}
 	if len(servers) > 0 {
-		r.mcp = mcpclient.Connect(ctx, servers, &mcpclient.Options{
+		r.mcp = mcpclient.Start(ctx, servers, &mcpclient.Options{
 			InitTimeout: r.cfg.MCP.InitTimeout.D(), CallTimeout: r.cfg.MCP.CallTimeout.D(),
 			Logger: r.logger, ClientName: "aibuddy", ClientVersion: Version})
+		wait := ctx
+		d := r.cfg.MCP.StartupWait.D()
+		if d == 0 {
+			d = DefaultMCPStartupWait
+		}
+		if c.serveEarly {
+			// An MCP host waits for our initialize answer: a slow or hung
+			// server must not hold it. Late servers join through refresh.
+			var cancel context.CancelFunc
+			wait, cancel = context.WithTimeout(ctx, d)
+			defer cancel()
+		}
+		if err := r.mcp.Wait(wait); err != nil && ctx.Err() == nil {
+			var pending []string
+			for _, st := range r.mcp.Servers() {
+				if st.State == mcpclient.StateConnecting {
+					pending = append(pending, st.Name)
+				}
+			}
+			r.logger.Warn("serving without the MCP servers still connecting; their tools are added when they connect (notifications/tools/list_changed)",
+				"waited", d, "servers", strings.Join(pending, ","))
+		}
 	}
 	if err := r.resolveSet(); err != nil {
 		r.close()

@@ -18,7 +18,7 @@ import (
 )
 
 func newMCP(o *Options) *cobra.Command {
-	var c common
+	c := common{serveEarly: true}
 	var httpAddr string
 	cmd := &cobra.Command{
 		Use:   "mcp",
