@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/joho/godotenv"
 )
 
 // Transport kinds of a [ServerConfig].
@@ -30,6 +32,10 @@ type ServerConfig struct {
 	Args    []string          // stdio: its arguments
 	Env     map[string]string // stdio: added to (and overriding) the host environment
 	Cwd     string            // stdio: working directory; empty means ours
+	// EnvFile is the dotenv file named by "envFile" (Cursor), after ${VAR}
+	// expansion; its variables were read into Env at parse time, with
+	// "env" entries taking precedence over the file's.
+	EnvFile string
 	URL     string            // http/sse: the endpoint
 	Type    string            // "stdio", "http" or "sse"
 	Headers map[string]string // http/sse: sent with every request (e.g. Authorization)
@@ -55,7 +61,7 @@ var ignoredKeys = map[string]bool{
 // header values (as Claude Code does for .mcp.json). The result is sorted
 // by name.
 //
-// Accepted keys: command, args, env, cwd, url, type, headers, disabled, plus
+// Accepted keys: command, args, env, envFile, cwd, url, type, headers, disabled, plus
 // the ignored host-specific keys autoApprove, alwaysAllow, timeout and
 // description. type is "stdio" (default when command is set), "http"
 // (default when url is set; "streamable-http" and "streamableHttp" are
@@ -63,7 +69,9 @@ var ignoredKeys = map[string]bool{
 //
 // Errors wrap ErrConfig and name the server and the key: an unknown key, a
 // value of the wrong JSON type, both or neither of command and url, a type
-// that does not fit, an unset variable without a default.
+// that does not fit, an unset variable without a default, an envFile that
+// cannot be read or parsed (a relative envFile is relative to the current
+// folder).
 func ParseServers(raw map[string]json.RawMessage) ([]ServerConfig, error) {
 	return ParseServersWith(raw, os.LookupEnv)
 }
@@ -122,6 +130,8 @@ func parseServer(name string, raw json.RawMessage, lookup func(string) (string, 
 			err = decodeStrict(v, &sc.Env)
 		case "cwd":
 			err = decodeStrict(v, &sc.Cwd)
+		case "envFile":
+			err = decodeStrict(v, &sc.EnvFile)
 		case "url":
 			err = decodeStrict(v, &sc.URL)
 		case "type":
@@ -134,7 +144,7 @@ func parseServer(name string, raw json.RawMessage, lookup func(string) (string, 
 			if ignoredKeys[k] {
 				continue
 			}
-			return fail(k, "unknown key (known: command, args, env, cwd, url, type, headers, disabled)")
+			return fail(k, "unknown key (known: command, args, env, envFile, cwd, url, type, headers, disabled)")
 		}
 		if err != nil {
 			return fail(k, "%v", err)
@@ -161,12 +171,27 @@ func parseServer(name string, raw json.RawMessage, lookup func(string) (string, 
 		sc.Env[k] = expand("env."+k, v)
 	}
 	sc.Cwd = expand("cwd", sc.Cwd)
+	sc.EnvFile = expand("envFile", sc.EnvFile)
 	sc.URL = expand("url", sc.URL)
 	for k, v := range sc.Headers {
 		sc.Headers[k] = expand("headers."+k, v)
 	}
 	if err != nil {
 		return ServerConfig{}, err
+	}
+	if sc.EnvFile != "" {
+		vars, err := godotenv.Read(sc.EnvFile)
+		if err != nil {
+			return fail("envFile", "%v", err)
+		}
+		if sc.Env == nil {
+			sc.Env = map[string]string{}
+		}
+		for k, v := range vars {
+			if _, set := sc.Env[k]; !set {
+				sc.Env[k] = v
+			}
+		}
 	}
 
 	switch typ {
@@ -201,8 +226,8 @@ func parseServer(name string, raw json.RawMessage, lookup func(string) (string, 
 		if sc.URL == "" {
 			return fail("url", "is required for type %q", typ)
 		}
-		if sc.Command != "" || len(sc.Args) > 0 || len(sc.Env) > 0 || sc.Cwd != "" {
-			return fail("command", `a remote (%s) server takes "url" and "headers", not "command", "args", "env" or "cwd"`, typ)
+		if sc.Command != "" || len(sc.Args) > 0 || len(sc.Env) > 0 || sc.Cwd != "" || sc.EnvFile != "" {
+			return fail("command", `a remote (%s) server takes "url" and "headers", not "command", "args", "env", "envFile" or "cwd"`, typ)
 		}
 		if !strings.HasPrefix(sc.URL, "http://") && !strings.HasPrefix(sc.URL, "https://") {
 			return fail("url", "%q must start with http:// or https://", sc.URL)

@@ -3,6 +3,8 @@ package mcpclient_test
 import (
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -65,6 +67,39 @@ func TestParseServersErrors(t *testing.T) {
 			func(string) (string, bool) { return "", false })
 		if err == nil || !errors.Is(err, mcpclient.ErrConfig) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want %q", tc.entry, err, tc.want)
+		}
+	}
+}
+
+// Cursor's "envFile": the dotenv file's variables join env, and env wins.
+func TestParseServersEnvFile(t *testing.T) {
+	dir := t.TempDir()
+	f := filepath.Join(dir, "server.env")
+	if err := os.WriteFile(f, []byte("# keys\nAPI_KEY=from-file\nexport REGION=\"eu west\"\nKEEP=file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	lookup := func(k string) (string, bool) {
+		if k == "DIR" {
+			return dir, true
+		}
+		return "", false
+	}
+	raw := map[string]json.RawMessage{"c": json.RawMessage(`{"command":"srv","envFile":"${DIR}/server.env","env":{"KEEP":"env"}}`)}
+	got, err := mcpclient.ParseServersWith(raw, lookup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"API_KEY": "from-file", "REGION": "eu west", "KEEP": "env"}
+	if diff := cmp.Diff(want, got[0].Env); diff != "" || got[0].EnvFile != f {
+		t.Errorf("env (-want +got):\n%s envFile %q", diff, got[0].EnvFile)
+	}
+	for entry, msg := range map[string]string{
+		`{"command":"srv","envFile":"${DIR}/missing.env"}`:  `server "c": key "envFile": open`,
+		`{"url":"https://a","envFile":"${DIR}/server.env"}`: `a remote (http) server takes "url" and "headers", not`,
+	} {
+		_, err := mcpclient.ParseServersWith(map[string]json.RawMessage{"c": json.RawMessage(entry)}, lookup)
+		if err == nil || !errors.Is(err, mcpclient.ErrConfig) || !strings.Contains(err.Error(), msg) {
+			t.Errorf("%s: error %v, want %q", entry, err, msg)
 		}
 	}
 }

@@ -2,12 +2,14 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -107,6 +109,7 @@ type common struct {
 	config    string
 	dataDir   string
 	verbose   bool
+	mcpConfig []string // --mcp-config files: only their "mcpServers" is read
 	// serveEarly bounds the wait for MCP servers at start-up by
 	// mcp.startupWait (aibuddy mcp); otherwise every server is waited for.
 	serveEarly bool
@@ -121,6 +124,7 @@ func (c *common) register(cmd *cobra.Command) {
 	cmd.Flags().StringVarP(&c.config, "config", "c", "", "settings file (JSON; default: $AIBUDDY_CONFIG when set)")
 	cmd.Flags().StringVar(&c.dataDir, "data-dir", "", "where aibuddy keeps full command output (default: settings' dataDir, $AIBUDDY_DATA_DIR, else the user cache folder)")
 	cmd.Flags().BoolVarP(&c.verbose, "verbose", "v", false, "log activity to stderr")
+	cmd.Flags().StringArrayVar(&c.mcpConfig, "mcp-config", nil, "a JSON file holding \"mcpServers\" (e.g. claude_desktop_config.json, .mcp.json, .cursor/mcp.json); other keys in it are ignored; repeatable, later files and these win over the settings' servers of the same name")
 }
 
 func newRoot(o *Options) *cobra.Command {
@@ -190,6 +194,9 @@ func (c *common) resolve(ctx context.Context, o *Options) (*run, error) {
 	}
 	if cfg != nil {
 		r.cfg = cfg
+	}
+	if err := c.mergeMCPConfig(r.cfg, r.logger); err != nil {
+		return nil, err
 	}
 	ws := c.workspace
 	if ws == "" && r.cfg.Sandbox.Workspace != "" {
@@ -307,6 +314,43 @@ func (c *common) resolve(ctx context.Context, o *Options) (*run, error) {
 		return nil, usageErr("settings: %s", strings.Join(unknown, "; "))
 	}
 	return r, nil
+}
+
+// mergeMCPConfig adds the "mcpServers" of every --mcp-config file to cfg:
+// the file a user already keeps for Claude Desktop, Claude Code or Cursor,
+// whatever else it holds. A server named twice takes the later definition
+// (a warning says so).
+func (c *common) mergeMCPConfig(cfg *config.Config, logger *slog.Logger) error {
+	for _, path := range c.mcpConfig {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return usageErr("--mcp-config: %v", err)
+		}
+		var doc struct {
+			MCPServers map[string]json.RawMessage `json:"mcpServers"`
+		}
+		if err := json.Unmarshal(b, &doc); err != nil {
+			return usageErr("--mcp-config %s: not a JSON object: %v", path, err)
+		}
+		if doc.MCPServers == nil {
+			return usageErr(`--mcp-config %s: no "mcpServers" object (the file should look like {"mcpServers": {"name": {"command": ...}}})`, path)
+		}
+		if cfg.MCPServers == nil {
+			cfg.MCPServers = map[string]json.RawMessage{}
+		}
+		names := make([]string, 0, len(doc.MCPServers))
+		for name := range doc.MCPServers {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			if _, dup := cfg.MCPServers[name]; dup {
+				logger.Warn("MCP server defined twice; the later definition is used", "server", name, "file", path)
+			}
+			cfg.MCPServers[name] = doc.MCPServers[name]
+		}
+	}
+	return nil
 }
 
 // loadConfig reads the settings file named by --config or

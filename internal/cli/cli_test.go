@@ -206,3 +206,30 @@ func TestCallsRecordsCompactionAndRecovery(t *testing.T) {
 		t.Errorf("view_tool_call json_path: %d %s %s", code, out, errs)
 	}
 }
+
+// --mcp-config reads only "mcpServers" from a host's own file (here a
+// Claude Desktop file with other keys), merged over the settings' servers.
+func TestMCPConfigFlag(t *testing.T) {
+	ws := t.TempDir()
+	host := writeConfig(t, `{"globalShortcut":"Ctrl+Space","mcpServers":{"crashy":{"command":"sh","args":["-c","exit 3"]}}}`)
+	cfg := writeConfig(t, `{"mcpServers":{"other":{"command":"sh","args":["-c","exit 4"]}}}`)
+	code, out, errs := runCLI(t, cli.Options{}, "tools", "--json", "--config", cfg, "--mcp-config", host, "--workspace", ws)
+	var doc struct {
+		MCPServers []struct{ Name, State, Error string }
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &doc) != nil {
+		t.Fatalf("exit %d: %s %s", code, out, errs)
+	}
+	got := map[string]string{}
+	for _, s := range doc.MCPServers {
+		got[s.Name] = s.Error
+	}
+	if !strings.Contains(got["crashy"], "exited with status 3") || !strings.Contains(got["other"], "exited with status 4") || len(got) != 2 {
+		t.Errorf("servers: %+v", doc.MCPServers)
+	}
+	noServers := writeConfig(t, `{"globalShortcut":"x"}`)
+	code, _, errs = runCLI(t, cli.Options{}, "tools", "--mcp-config", noServers, "--workspace", ws)
+	if code != cli.ExitUsage || !strings.Contains(errs, `no "mcpServers" object`) {
+		t.Errorf("a file without mcpServers: exit %d, %s", code, errs)
+	}
+}
