@@ -57,7 +57,11 @@ fresh run (tool state) per MCP session.`,
 			// (elicitation), or refused when it cannot ask.
 			opts := &mcpserver.Options{Version: Version, Logger: r.logger, Discovery: r.discovery,
 				Policy: Policy(r.cfg), Confirmer: mcpserver.ElicitConfirmer{}}
-			gw := &gateways{r: r, opts: opts}
+			gw := &gateways{r: r, opts: opts, life: ctx}
+			// On SIGTERM/SIGINT (ctx done) every call in flight is
+			// cancelled (execute stops its process group) and waited for,
+			// so no command outlives aibuddy mcp.
+			defer gw.inflight.Wait()
 			if r.mcp != nil {
 				cancel := r.mcp.Subscribe(gw.refresh)
 				defer cancel()
@@ -85,6 +89,10 @@ type gateways struct {
 	mu   sync.Mutex
 	all  []*mcpserver.Gateway
 	seen map[*mcpserver.Gateway]bool // gateways that have had a session
+	// life ends with the command (a signal or the end of the session):
+	// every call in flight is cancelled then.
+	life     context.Context
+	inflight sync.WaitGroup
 }
 
 // add resolves a fresh run (fresh per-run tool state) and serves it.
@@ -98,7 +106,16 @@ func (g *gateways) add() *mcpserver.Gateway {
 	opts := *g.opts
 	task := newTaskID("mcp")
 	rec := g.r.recorder
+	life := g.life
+	if life == nil {
+		life = context.Background()
+	}
 	opts.Wrap = func(ctx context.Context, call *tool.Call, next func(context.Context, *tool.Call) *tool.Result) *tool.Result {
+		g.inflight.Add(1)
+		defer g.inflight.Done()
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		defer context.AfterFunc(life, cancel)()
 		return rec.Call(ctx, task, call, next)
 	}
 	gw := mcpserver.NewGateway(g.r.set, &opts)

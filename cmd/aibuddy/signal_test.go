@@ -1,0 +1,71 @@
+package main_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// A host stopping `aibuddy mcp` with SIGTERM while execute runs: the call is
+// cancelled, the command's process group is stopped and aibuddy exits, long
+// before the command's own timeout (10 minutes here).
+func TestMCPSigtermStopsCommandsInFlight(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	ws := t.TempDir()
+	cmd := exec.Command(bin, "mcp", "--workspace", ws)
+	cmd.Stderr = &testWriter{t: t, prefix: "aibuddy stderr: "}
+	client := mcp.NewClient(&mcp.Implementation{Name: "e2e-sigterm", Version: "1"}, nil)
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = cs.CallTool(ctx, &mcp.CallToolParams{Name: "execute",
+			Arguments: map[string]any{"command": "echo $$ > pid; sleep 600 & sleep 600", "timeout_ms": 600000}})
+	}()
+	var pgid int
+	for pgid == 0 {
+		if b, err := os.ReadFile(filepath.Join(ws, "pid")); err == nil && strings.HasSuffix(string(b), "\n") {
+			pgid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("the command never started")
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the call was not ended by SIGTERM")
+	}
+	exited := make(chan error, 1)
+	go func() { _, err := cmd.Process.Wait(); exited <- err }()
+	select {
+	case <-exited:
+	case <-time.After(30 * time.Second):
+		t.Fatal("aibuddy mcp did not exit after SIGTERM")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for syscall.Kill(-pgid, 0) == nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("process group %d survived aibuddy mcp", pgid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
