@@ -71,3 +71,56 @@ func TestDeniedPathsNeverReachTheModel(t *testing.T) {
 		t.Errorf(".env changed: %q", b)
 	}
 }
+
+// BH-059, the link variant: a symlink inside the workspace to a denied file
+// (or a path through a linked folder) is refused like the file itself, and
+// a walk never brings the target's content through the link.
+func TestDeniedPathsThroughSymlinks(t *testing.T) {
+	ws := t.TempDir()
+	if err := os.WriteFile(filepath.Join(ws, ".env"), []byte("API_KEY=abc123\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ws, "a.txt"), []byte("API_KEY=fine\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.Symlink(".env", filepath.Join(ws, "envlink")))
+	must(os.Symlink("a.txt", filepath.Join(ws, "alink")))
+	must(os.Mkdir(filepath.Join(ws, "sub"), 0o755))
+	must(os.Symlink("..", filepath.Join(ws, "sub", "up")))
+	sb, err := localsandbox.New(ws, nil)
+	must(err)
+	defer sb.Close()
+	tools := map[string]*tool.Tool{}
+	for _, tl := range coretools.Filesystem(sb, &coretools.FSOptions{DeniedPaths: []string{".env"}}) {
+		tools[tl.Name()] = tl
+	}
+	call := func(name, input string) *tool.Result {
+		return tools[name].Call(context.Background(), &tool.Call{Name: name, Input: json.RawMessage(input)})
+	}
+	for _, c := range []struct{ tool, input string }{
+		{"read_file", `{"path":"envlink"}`}, {"read_file", `{"path":"sub/up/envlink"}`},
+		{"write_file", `{"path":"envlink","content":"X=1"}`},
+		{"edit_file", `{"path":"envlink","old_string":"abc","new_string":"x"}`},
+		{"grep", `{"pattern":"KEY","path":"envlink"}`},
+	} {
+		res := call(c.tool, c.input)
+		if !res.IsError || res.Stage != tool.Authorization || strings.Contains(res.AllText(), "abc123") ||
+			!strings.Contains(res.AllText(), `a link to ".env"`) {
+			t.Errorf("%s %s: stage %s: %s", c.tool, c.input, res.Stage, res.AllText())
+		}
+	}
+	res := call("grep", `{"pattern":"API_KEY"}`)
+	if res.IsError || strings.Contains(res.AllText(), "abc123") || strings.Contains(res.AllText(), "envlink") ||
+		!strings.Contains(res.AllText(), "alink") {
+		t.Errorf("grep over the workspace: %s", res.AllText())
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, ".env")); string(b) != "API_KEY=abc123\n" {
+		t.Errorf(".env changed: %q", b)
+	}
+}

@@ -91,7 +91,7 @@ func (f *fsTools) editFile(ctx context.Context, call *tool.Call) (*tool.Result, 
 	if err != nil {
 		return nil, err
 	}
-	if err := f.checkDenied("edit_file", in.Path); err != nil {
+	if err := f.checkDenied(ctx, "edit_file", in.Path); err != nil {
 		return nil, err
 	}
 	edits, perr := in.replacements()

@@ -80,7 +80,7 @@ func (f *fsTools) glob(ctx context.Context, call *tool.Call) (*tool.Result, erro
 // kept; only a walk that found nothing to return is an Execution error
 // (case BH-018: never a bare "timeout" when there are results).
 func (f *fsTools) search(ctx context.Context, name string, req sandbox.SearchRequest) (*sandbox.SearchResult, error) {
-	if err := f.checkDenied(name, req.Path); err != nil {
+	if err := f.checkDenied(ctx, name, req.Path); err != nil {
 		return nil, err
 	}
 	// Denied paths are never searched: their names are not listed and

@@ -45,7 +45,7 @@ func (f *fsTools) ls(ctx context.Context, call *tool.Call) (*tool.Result, error)
 	if err != nil {
 		return nil, err
 	}
-	if err := f.checkDenied("ls", in.Path); err != nil {
+	if err := f.checkDenied(ctx, "ls", in.Path); err != nil {
 		return nil, err
 	}
 	depth := min(max(in.Depth, 1), f.opts.LsMaxDepth)

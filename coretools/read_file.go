@@ -54,7 +54,7 @@ func (f *fsTools) readFile(ctx context.Context, call *tool.Call) (*tool.Result, 
 	if err != nil {
 		return nil, err
 	}
-	if err := f.checkDenied("read_file", in.Path); err != nil {
+	if err := f.checkDenied(ctx, "read_file", in.Path); err != nil {
 		return nil, err
 	}
 	limit := f.opts.ReadMaxLines

@@ -44,7 +44,7 @@ func (f *fsTools) writeFile(ctx context.Context, call *tool.Call) (*tool.Result,
 	if err != nil {
 		return nil, err
 	}
-	if err := f.checkDenied("write_file", in.Path); err != nil {
+	if err := f.checkDenied(ctx, "write_file", in.Path); err != nil {
 		return nil, err
 	}
 	res, err := f.sb.Write(ctx, sandbox.WriteRequest{Path: in.Path, Content: []byte(in.Content)})

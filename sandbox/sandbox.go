@@ -95,6 +95,17 @@ type EditError struct {
 func (e *EditError) Error() string { return e.Err.Error() }
 func (e *EditError) Unwrap() error { return e.Err }
 
+// PathResolver is an optional interface of a [Sandbox]. ResolvePath maps a
+// request path (relative to the workspace or absolute inside it) to where
+// it really points: a slash-separated path relative to the workspace root
+// ("." for the root) with every symlink followed; a part that does not
+// exist yet resolves lexically. Errors are *PathError (an escape wraps
+// ErrOutsideWorkspace). The file tools use it so that a rule on a file's
+// name also holds for a symlink to it (case BH-059).
+type PathResolver interface {
+	ResolvePath(ctx context.Context, p string) (string, error)
+}
+
 // Sandbox is the host boundary of one workspace. Implementations are safe for
 // concurrent use. Every method stops early when ctx is done and then returns
 // an error wrapping ctx.Err() (or, for walks, a Partial result).

@@ -1,6 +1,7 @@
 package localsandbox
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -37,6 +38,19 @@ const (
 type resolved struct {
 	rel     string // canonical, slash-separated, relative to the root; "." is the root
 	display string // the request path, cleaned and slash-separated
+}
+
+// ResolvePath implements [sandbox.PathResolver]: where p really points,
+// relative to the workspace root, with every symlink followed.
+func (s *Sandbox) ResolvePath(ctx context.Context, p string) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	r, err := s.resolve(sandbox.OpRead, p, followFinal)
+	if err != nil {
+		return "", err
+	}
+	return r.rel, nil
 }
 
 // resolve maps a request path onto the workspace: lexically first ("..",

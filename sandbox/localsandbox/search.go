@@ -39,7 +39,8 @@ import (
 //
 // The walk never follows directory symlinks (no cycle can loop it, BH-017);
 // a file symlink is searched only when it resolves to a regular file inside
-// the workspace, so nothing outside is ever reported. ".git" is never
+// the workspace that Exclude does not exclude (matched against the target's
+// workspace-relative path), so nothing outside is ever reported. ".git" is never
 // entered. Unless NoIgnore, .gitignore files (the workspace's
 // .git/info/exclude, those of req.Path's ancestors, and nested ones met on
 // the way) prune ignored directories before the walk enters them; a
@@ -380,6 +381,14 @@ func (w *walker) walk(dir *dirHandle, rel, sub string, depth int, ign []gitignor
 			st, err := sr.s.root.Stat(childRel)
 			if err != nil || !st.Mode().IsRegular() {
 				return false
+			}
+			// Exclude holds for the target too: a link never brings an
+			// excluded file (such as a denied .env) into the results.
+			if len(sr.req.Exclude) > 0 {
+				real, err := sr.s.resolve(sandbox.OpSearch, childRel, followFinal)
+				if err != nil || matchAny(sr.req.Exclude, real.rel) {
+					return false
+				}
 			}
 			linked = st
 		} else if !isDir && !e.typ.IsRegular() {
