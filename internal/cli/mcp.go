@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -160,11 +162,16 @@ func serveHTTP(ctx context.Context, cmd *cobra.Command, r *run, addr string, gw 
 		return gw.add().Server()
 	}, &mcp.StreamableHTTPOptions{Logger: r.logger})
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", handler)
-	mux.Handle("/mcp/", handler)
+	guarded := checkOrigin(handler)
+	mux.Handle("/mcp", guarded)
+	mux.Handle("/mcp/", guarded)
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return usageErr("listen on %s: %v", addr, err)
+	}
+	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && !tcp.IP.IsLoopback() {
+		fmt.Fprintf(cmd.ErrOrStderr(), "aibuddy: WARNING: %s is not a loopback address and this endpoint has no authentication: "+
+			"anyone who can reach it can read and write the workspace and run commands as you. Bind 127.0.0.1 unless a proxy in front authenticates.\n", ln.Addr())
 	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(cmd.ErrOrStderr(), "aibuddy: serving MCP over streamable HTTP at http://%s/mcp (workspace %s)\n", ln.Addr(), r.sandbox.Workspace())
@@ -179,6 +186,38 @@ func serveHTTP(ctx context.Context, cmd *cobra.Command, r *run, addr string, gw 
 		_ = srv.Shutdown(shutdown)
 		return nil
 	}
+}
+
+// checkOrigin refuses (403) a request whose Origin header names another
+// site than the one served: the MCP transport spec requires servers to
+// validate Origin against DNS rebinding ("Security Warning", Streamable
+// HTTP, 2025-06-18). Requests without Origin (non-browser clients) pass.
+func checkOrigin(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if o := req.Header.Get("Origin"); o != "" && !sameSite(o, req.Host) {
+			http.Error(w, "aibuddy: Origin "+o+" is not allowed (only this server's own origin or localhost)", http.StatusForbidden)
+			return
+		}
+		next.ServeHTTP(w, req)
+	})
+}
+
+// sameSite reports whether origin (scheme://host[:port]) is the served host
+// or a loopback name.
+func sameSite(origin, host string) bool {
+	u, err := url.Parse(origin)
+	if err != nil || u.Host == "" {
+		return false
+	}
+	if strings.EqualFold(u.Host, host) {
+		return true
+	}
+	h := u.Hostname()
+	if strings.EqualFold(h, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
 }
 
 func hasSession(gw *mcpserver.Gateway) bool {
