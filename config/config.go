@@ -39,6 +39,8 @@ type Config struct {
 	// Approval says which actions need a person's approval and which
 	// paths the file tools never touch.
 	Approval Approval `json:"approval"`
+	// Provider configures the model routes of "aibuddy run".
+	Provider Provider `json:"provider"`
 	// MCPServers is kept verbatim in the Claude Desktop format
 	// ({"name": {"command": ..., "args": [...], "env": {...}} or
 	// {"url": ..., "type": "http"|"sse", "headers": {...}}}).
@@ -102,6 +104,17 @@ type Approval struct {
 	// ConfirmUnannotatedMCP confirms MCP tools with neither readOnlyHint
 	// nor destructiveHint (the MCP default is "destructive"). Default false.
 	ConfirmUnannotatedMCP bool `json:"confirmUnannotatedMCP,omitempty"`
+}
+
+// Provider configures the model routes of "aibuddy run".
+type Provider struct {
+	// NativeToolSearch says when a route uses the provider's own tool
+	// search (Anthropic defer_loading + tool search tool, OpenAI Responses
+	// tool_search) instead of aibuddy's activeTools path: "auto" (default;
+	// the official endpoint and a model on the documented allowlist of
+	// provider.ChooseStrategy), "on" (every anthropic and openai route,
+	// e.g. a model newer than the allowlist) or "off" (never).
+	NativeToolSearch string `json:"nativeToolSearch,omitempty"`
 }
 
 // Sandbox selects the sandbox adapter.
@@ -319,6 +332,11 @@ func (c *Config) validate() error {
 	}
 	if t := c.Compaction; t.ThresholdTokens > 0 && t.TargetTokens >= t.ThresholdTokens {
 		return fmt.Errorf("compaction.targetTokens (%d) must be below compaction.thresholdTokens (%d)", t.TargetTokens, t.ThresholdTokens)
+	}
+	switch c.Provider.NativeToolSearch {
+	case "", "auto", "on", "off":
+	default:
+		return fmt.Errorf("provider.nativeToolSearch: %q (want auto, on or off)", c.Provider.NativeToolSearch)
 	}
 	for i, k := range c.ToolKeys {
 		if strings.TrimSpace(k) == "" {

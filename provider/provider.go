@@ -3,8 +3,10 @@ package provider
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"iter"
 	"net/url"
+	"regexp"
 	"strings"
 )
 
@@ -147,11 +149,45 @@ const (
 // Route describes where a model call goes.
 type Route struct {
 	Provider string // "anthropic", "openai" (Responses API), "openai-chat" (chat completions compatible)
-	Model    string // e.g. "claude-sonnet-4-5", "gpt-5", "llama3"
+	Model    string // e.g. "claude-sonnet-4-5", "gpt-5.4", "llama3"
 	BaseURL  string // "" means the provider's official endpoint
 	// BYOK: the user's own key against the provider (not a platform
 	// gateway that holds the key).
 	BYOK bool
+	// NativeToolSearch is the user's override of the model allowlist
+	// (settings key provider.nativeToolSearch). "" means NativeAuto.
+	NativeToolSearch NativeToolSearch
+}
+
+// NativeToolSearch says when a route uses the provider's own tool search
+// (settings key provider.nativeToolSearch, default "auto").
+type NativeToolSearch string
+
+// Values of NativeToolSearch.
+const (
+	// NativeAuto: the route rules of ChooseStrategy, including the
+	// documented model allowlist (SupportsNativeToolSearch).
+	NativeAuto NativeToolSearch = "auto"
+	// NativeOn: every "anthropic" and "openai" route is native, whatever
+	// its model, endpoint or key: for a model newer than the allowlist or
+	// a gateway that forwards to the provider. A model or endpoint
+	// without tool search then refuses the request (HTTP 400); the
+	// "openai-chat" route has no native path and stays activeTools.
+	NativeOn NativeToolSearch = "on"
+	// NativeOff: every route uses aibuddy's activeTools path.
+	NativeOff NativeToolSearch = "off"
+)
+
+// ParseNativeToolSearch reads a provider.nativeToolSearch value: "auto"
+// (or ""), "on" or "off", case-insensitive. Any other value is an error.
+func ParseNativeToolSearch(s string) (NativeToolSearch, error) {
+	switch v := NativeToolSearch(strings.ToLower(strings.TrimSpace(s))); v {
+	case "", NativeAuto:
+		return NativeAuto, nil
+	case NativeOn, NativeOff:
+		return v, nil
+	}
+	return "", fmt.Errorf("native tool search %q: want auto, on or off", s)
 }
 
 // ChooseStrategy is the one place where a route picks its deferral
@@ -159,19 +195,89 @@ type Route struct {
 // OpenAI BYOK routes using the Responses API can keep a stable tool array
 // ... Haiku, the platform OpenAI gateway, third-party compatibility
 // endpoints, and other models use aibuddy's activeTools path").
+//
+// With r.NativeToolSearch "auto" (or ""), a route is Native only when all
+// hold: provider "anthropic" on the official endpoint (https, host
+// api.anthropic.com, or BaseURL "") or provider "openai" with BYOK on the
+// official endpoint (api.openai.com); and SupportsNativeToolSearch of the
+// provider and model. Every other route, including unknown and older
+// models (Claude 3.x, 4, 4.1; GPT-4o, GPT-5 before 5.4), is ActiveTools:
+// those models answer a request carrying the tool search tool with
+// HTTP 400. "on" and "off" override the rules (see NativeOn, NativeOff).
 func ChooseStrategy(r Route) Strategy {
-	model := strings.ToLower(r.Model)
+	if r.Provider != "anthropic" && r.Provider != "openai" {
+		return ActiveTools
+	}
+	switch r.NativeToolSearch {
+	case NativeOn:
+		return Native
+	case NativeOff:
+		return ActiveTools
+	}
 	switch r.Provider {
 	case "anthropic":
-		if official(r.BaseURL, "api.anthropic.com") && !strings.Contains(model, "haiku") {
+		if official(r.BaseURL, "api.anthropic.com") && SupportsNativeToolSearch(r.Provider, r.Model) {
 			return Native
 		}
 	case "openai":
-		if r.BYOK && official(r.BaseURL, "api.openai.com") {
+		if r.BYOK && official(r.BaseURL, "api.openai.com") && SupportsNativeToolSearch(r.Provider, r.Model) {
 			return Native
 		}
 	}
 	return ActiveTools
+}
+
+// anthropicToolSearchModels are the Claude model aliases whose API accepts
+// the tool search tool (tool_search_tool_bm25_20251119) and defer_loading.
+// Source: "Tool search tool", Model compatibility / supportedModels,
+// https://platform.claude.com/docs/en/agents-and-tools/tool-use/tool-search-tool
+// (as published November 2026; the tool was introduced with Claude Opus 4.5
+// and Sonnet 4.5, and Claude 3.x, Opus 4, Opus 4.1 and Sonnet 4 are not
+// listed). The page also lists claude-haiku-4-5 and claude-haiku-5-5; they
+// are left out on purpose: the seed sends Haiku through activeTools
+// ("Haiku ... use aibuddy's activeTools path"); NativeOn opts in.
+var anthropicToolSearchModels = []string{
+	"claude-sonnet-4-5", "claude-opus-4-5",
+	"claude-sonnet-4-6", "claude-opus-4-6", "claude-opus-4-7", "claude-opus-4-8",
+	"claude-sonnet-5", "claude-opus-5", "claude-sonnet-5-5", "claude-opus-5-5",
+	"claude-mythos-preview", "claude-mythos-5", "claude-mythos-5-1", "claude-mythos-5-2",
+	"claude-fable-5", "claude-fable-5-1", "claude-fable-5-2",
+}
+
+// openAIToolSearchFamilies are the GPT model families whose Responses API
+// accepts {"type":"tool_search"} and defer_loading. Source: OpenAI guide
+// "Using tools" ("Only gpt-5.4 and later models support tool_search"),
+// https://developers.openai.com/api/docs/guides/tools, and "Tool search",
+// https://developers.openai.com/api/docs/guides/tools-tool-search. A
+// family covers its variants and snapshots: gpt-5.4, gpt-5.4-mini,
+// gpt-5.4-pro, gpt-5.4-2026-03-05. Earlier models (gpt-4o, gpt-4.1, o3,
+// gpt-5 to gpt-5.3-codex) are not in it.
+var openAIToolSearchFamilies = []string{"gpt-5.4", "gpt-5.5"}
+
+// toolSearchModel matches the allowlists: a Claude alias exactly, or
+// followed by a dated snapshot ("-20250929") or "-latest"; a GPT family
+// exactly or followed by "-" and a variant or date.
+var toolSearchModel = map[string]*regexp.Regexp{
+	"anthropic": regexp.MustCompile(`^(` + quoteAll(anthropicToolSearchModels) + `)(-\d{8}|-latest)?$`),
+	"openai":    regexp.MustCompile(`^(` + quoteAll(openAIToolSearchFamilies) + `)(-[a-z0-9][a-z0-9.-]*)?$`),
+}
+
+func quoteAll(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = regexp.QuoteMeta(n)
+	}
+	return strings.Join(q, "|")
+}
+
+// SupportsNativeToolSearch reports whether model (a model name as sent to
+// the API, case-insensitive) is on the documented allowlist of provider
+// ("anthropic" or "openai") for the provider's own tool search. Other
+// providers and unknown models report false. The allowlists and their
+// sources are in this file; NativeOn is the way past them.
+func SupportsNativeToolSearch(provider, model string) bool {
+	re, ok := toolSearchModel[provider]
+	return ok && re.MatchString(strings.ToLower(strings.TrimSpace(model)))
 }
 
 // official reports whether base is empty or names host over https.

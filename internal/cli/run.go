@@ -37,18 +37,25 @@ var keyEnv = map[string]string{
 
 // newModel is the one place `aibuddy run` builds a provider adapter with
 // its package's New(Options). Each adapter picks its deferral strategy
-// from the route (provider.ChooseStrategy). The OpenAI routes need a
+// from the route (provider.ChooseStrategy, which also resolves the base URL
+// from the environment); with provider.nativeToolSearch "on" or "off" the
+// strategy is chosen here from that override. The OpenAI routes need a
 // model name.
 func newModel(s modelSpec, logger *slog.Logger) (provider.Model, error) {
+	var strategy provider.Strategy // "": the adapter's own choice
+	if m := s.route.NativeToolSearch; m == provider.NativeOn || m == provider.NativeOff {
+		strategy = provider.ChooseStrategy(s.route)
+	}
 	switch s.route.Provider {
 	case "anthropic":
 		return anthropicmodel.New(anthropicmodel.Options{APIKey: s.apiKey, BaseURL: s.route.BaseURL,
-			Model: s.route.Model, Logger: logger}), nil
+			Model: s.route.Model, Logger: logger, Strategy: strategy}), nil
 	case "openai":
 		if s.route.Model == "" {
-			return nil, errors.New("--model is required with --provider openai (e.g. gpt-5)")
+			return nil, errors.New("--model is required with --provider openai (e.g. gpt-5.4)")
 		}
-		return openaimodel.New(openaimodel.Options{APIKey: s.apiKey, BaseURL: s.route.BaseURL, Model: s.route.Model}), nil
+		return openaimodel.New(openaimodel.Options{APIKey: s.apiKey, BaseURL: s.route.BaseURL, Model: s.route.Model,
+			Strategy: strategy}), nil
 	case "openai-chat":
 		if s.route.Model == "" {
 			return nil, errors.New("--model is required with --provider openai-chat (the name the endpoint serves)")
@@ -60,7 +67,7 @@ func newModel(s modelSpec, logger *slog.Logger) (provider.Model, error) {
 
 func newRun(o *Options) *cobra.Command {
 	var c common
-	var providerName, modelName, baseURL string
+	var providerName, modelName, baseURL, nativeToolSearch string
 	var maxSteps int
 	cmd := &cobra.Command{
 		Use:   "run TASK",
@@ -77,9 +84,16 @@ running commands are stopped and every call keeps its record.
 
 Keys come from the environment: ANTHROPIC_API_KEY (anthropic) or
 OPENAI_API_KEY (openai: Responses API; openai-chat: chat completions
-compatible endpoints, e.g. a local model server with --base-url).`,
+compatible endpoints, e.g. a local model server with --base-url).
+
+Deferred tools use the provider's own tool search on the official Anthropic
+endpoint (Claude Sonnet/Opus 4.5 and later, not Haiku) and on the official
+OpenAI Responses API (gpt-5.4 and later); every other route uses aibuddy's
+tool_search. --native-tool-search (or provider.nativeToolSearch in the
+settings) "on" opens the native path to any anthropic or openai model and
+endpoint, "off" closes it.`,
 		Example: `  aibuddy run "add a test for the parser" --workspace ~/src/project
-  aibuddy run --provider openai --model gpt-5 "fix the failing build"
+  aibuddy run --provider openai --model gpt-5.4 "fix the failing build"
   aibuddy run --provider openai-chat --base-url http://localhost:11434/v1 --model llama3 "list the TODOs"`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -98,6 +112,11 @@ compatible endpoints, e.g. a local model server with --base-url).`,
 			if spec.apiKey == "" && baseURL == "" {
 				return usageErr("%s is not set (the %s provider needs a key)", envName, providerName)
 			}
+			if nativeToolSearch != "" {
+				if _, err := provider.ParseNativeToolSearch(nativeToolSearch); err != nil {
+					return usageErr("--native-tool-search: %v", err)
+				}
+			}
 			ctx := cmd.Context()
 			errw := cmd.ErrOrStderr()
 			term := approval.NewTerminal(cmd.InOrStdin(), errw)
@@ -114,6 +133,13 @@ compatible endpoints, e.g. a local model server with --base-url).`,
 				return err
 			}
 			defer r.close()
+			mode := nativeToolSearch
+			if mode == "" {
+				mode = r.cfg.Provider.NativeToolSearch
+			}
+			if spec.route.NativeToolSearch, err = provider.ParseNativeToolSearch(mode); err != nil {
+				return usageErr("provider.nativeToolSearch: %v", err)
+			}
 			model, err := newModel(spec, r.logger)
 			if err != nil {
 				return usageErr("%v", err)
@@ -152,6 +178,7 @@ compatible endpoints, e.g. a local model server with --base-url).`,
 	cmd.Flags().StringVar(&providerName, "provider", "anthropic", "model provider: anthropic, openai (Responses API) or openai-chat (chat completions compatible)")
 	cmd.Flags().StringVar(&modelName, "model", "", "model name (anthropic default: the adapter's; required for openai and openai-chat)")
 	cmd.Flags().StringVar(&baseURL, "base-url", "", "API base URL (default: the provider's official endpoint)")
+	cmd.Flags().StringVar(&nativeToolSearch, "native-tool-search", "", `the provider's own tool search: auto (documented models on the official endpoint), on or off (default: the settings' provider.nativeToolSearch, else auto)`)
 	cmd.Flags().IntVar(&maxSteps, "max-steps", agent.DefaultMaxSteps, "most model calls in one run")
 	return cmd
 }

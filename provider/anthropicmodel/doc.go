@@ -5,7 +5,8 @@
 //
 // Deferral follows the route (seed: "Deferral adapts to the provider"):
 //
-//   - provider.Native (genuine Anthropic routes, not Haiku): one stable tools
+//   - provider.Native (genuine Anthropic routes with a model on the tool
+//     search allowlist of provider.ChooseStrategy, not Haiku): one stable tools
 //     array holding every tool, deferred ones with "defer_loading": true, plus
 //     the BM25 tool search server tool
 //     {"type":"tool_search_tool_bm25_20251119","name":"tool_search_tool_bm25"}

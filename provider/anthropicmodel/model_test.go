@@ -281,6 +281,7 @@ func TestDefaultStrategyFollowsRoute(t *testing.T) {
 		{"claude-sonnet-4-5", "", provider.Native},
 		{"claude-sonnet-4-5", "https://api.anthropic.com", provider.Native},
 		{"claude-haiku-4-5", "", provider.ActiveTools},
+		{"claude-3-7-sonnet-20250219", "", provider.ActiveTools},
 		{"claude-sonnet-4-5", "https://gateway.example.com", provider.ActiveTools},
 	} {
 		t.Setenv("ANTHROPIC_BASE_URL", "")

@@ -28,8 +28,9 @@
 // # Deferred tools (seed: "Deferral adapts to the provider")
 //
 // The strategy is chosen once, in New, by provider.ChooseStrategy (BYOK on
-// the official endpoint → provider.Native), unless Options.Strategy
-// overrides it; only toolsFor reads it.
+// the official endpoint with a model on its tool search allowlist, gpt-5.4
+// and later → provider.Native), unless Options.Strategy overrides it; only
+// toolsFor reads it.
 //
 //   - provider.Native uses the Responses API's own tool search (OpenAI
 //     guide "Tool search",

@@ -195,10 +195,11 @@ func TestStrategyFromRoute(t *testing.T) {
 		env  string
 		want provider.Strategy
 	}{
-		{"byok official", openaimodel.Options{APIKey: "k", Model: "gpt-5"}, "", provider.Native},
-		{"platform gateway", openaimodel.Options{APIKey: "k", Model: "gpt-5", BYOK: &f}, "", provider.ActiveTools},
-		{"proxy base url", openaimodel.Options{APIKey: "k", Model: "gpt-5", BaseURL: "https://proxy.example.com/v1"}, "", provider.ActiveTools},
-		{"proxy from env", openaimodel.Options{APIKey: "k", Model: "gpt-5"}, "http://127.0.0.1:8080/v1", provider.ActiveTools},
+		{"byok official", openaimodel.Options{APIKey: "k", Model: "gpt-5.4"}, "", provider.Native},
+		{"byok official, model before gpt-5.4", openaimodel.Options{APIKey: "k", Model: "gpt-5"}, "", provider.ActiveTools},
+		{"platform gateway", openaimodel.Options{APIKey: "k", Model: "gpt-5.4", BYOK: &f}, "", provider.ActiveTools},
+		{"proxy base url", openaimodel.Options{APIKey: "k", Model: "gpt-5.4", BaseURL: "https://proxy.example.com/v1"}, "", provider.ActiveTools},
+		{"proxy from env", openaimodel.Options{APIKey: "k", Model: "gpt-5.4"}, "http://127.0.0.1:8080/v1", provider.ActiveTools},
 		{"override", openaimodel.Options{APIKey: "k", Model: "gpt-5", Strategy: provider.ActiveTools}, "", provider.ActiveTools},
 	}
 	for _, c := range cases {
