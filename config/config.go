@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -127,6 +128,15 @@ type Sandbox struct {
 	Workspace string `json:"workspace,omitempty"`
 	// Shell runs commands as Shell -c COMMAND. Default "/bin/sh".
 	Shell string `json:"shell,omitempty"`
+	// KillDelay is the wait between SIGTERM and SIGKILL to a stopped
+	// command's process group (on timeout or cancellation), as a duration.
+	// Default 2 s (localsandbox.DefaultKillDelay).
+	KillDelay Duration `json:"killDelay,omitempty"`
+	// DrainGrace is how long output is still read after the shell exits
+	// while background processes hold the output open; then they are
+	// killed and the result says so. A duration; default 1 s
+	// (localsandbox.DefaultDrainGrace).
+	DrainGrace Duration `json:"drainGrace,omitempty"`
 }
 
 // Limits are the built-in tools' bounds. Zero means the default given.
@@ -145,10 +155,20 @@ type Limits struct {
 	ExecGrace          Duration `json:"execGrace,omitempty"`          // hard deadline = timeout + grace; default 30 s
 	ExecHeartbeat      Duration `json:"execHeartbeat,omitempty"`      // client heartbeat interval; default 30 s
 	ExecMaxOutputChars int      `json:"execMaxOutputChars,omitempty"` // characters of output the model sees; default 30,000
+	// ExecMaxOutputFileBytes bounds one call's full output file in
+	// dataDir/outputs, in bytes; past it the file stops growing and the
+	// result says so. Default 1,073,741,824 (1 GiB).
+	ExecMaxOutputFileBytes int64 `json:"execMaxOutputFileBytes,omitempty"`
 	// ExecEnv names host environment variables passed through to commands
 	// on top of the safe default set (PATH, HOME, LANG, ...).
 	ExecEnv []string `json:"execEnv,omitempty"`
 }
+
+// DefaultExecMaxTimeout is limits.execMaxTimeout when unset (the default of
+// coretools.ExecuteOptions.MaxTimeout, which config does not import; a test
+// in internal/cli checks they agree). A limits.execDefaultTimeout above the
+// effective maximum is refused rather than silently clamped.
+const DefaultExecMaxTimeout = 10 * time.Minute
 
 // Duration is a time.Duration written in JSON as a Go duration string
 // ("30s", "2m") or a number of milliseconds.
@@ -302,6 +322,8 @@ func (c *Config) validate() error {
 		"limits.searchTimeout": int64(l.SearchTimeout), "limits.execDefaultTimeout": int64(l.ExecDefaultTimeout),
 		"limits.execMaxTimeout": int64(l.ExecMaxTimeout), "limits.execGrace": int64(l.ExecGrace),
 		"limits.execHeartbeat": int64(l.ExecHeartbeat), "limits.execMaxOutputChars": int64(l.ExecMaxOutputChars),
+		"limits.execMaxOutputFileBytes": l.ExecMaxOutputFileBytes,
+		"sandbox.killDelay":             int64(c.Sandbox.KillDelay), "sandbox.drainGrace": int64(c.Sandbox.DrainGrace),
 		"discovery.perServer": int64(c.Discovery.PerServer), "discovery.total": int64(c.Discovery.Total),
 		"discovery.searchResults": int64(c.Discovery.SearchResults), "discovery.searchMax": int64(c.Discovery.SearchMax),
 		"mcp.initTimeout": int64(c.MCP.InitTimeout), "mcp.callTimeout": int64(c.MCP.CallTimeout), "mcp.startupWait": int64(c.MCP.StartupWait),
@@ -314,11 +336,16 @@ func (c *Config) validate() error {
 		}
 	}
 	if len(bad) > 0 {
+		sort.Strings(bad)
 		return fmt.Errorf("negative values for %s (omit a key or use 0 for its default)", strings.Join(bad, ", "))
 	}
-	if l.ExecMaxTimeout > 0 && l.ExecDefaultTimeout > l.ExecMaxTimeout {
-		return fmt.Errorf("limits.execDefaultTimeout (%s) exceeds limits.execMaxTimeout (%s)",
-			l.ExecDefaultTimeout.D(), l.ExecMaxTimeout.D())
+	maxT, which := l.ExecMaxTimeout.D(), "limits.execMaxTimeout (%s)"
+	if maxT == 0 {
+		maxT, which = DefaultExecMaxTimeout, "limits.execMaxTimeout (unset, so its default %s)"
+	}
+	if l.ExecDefaultTimeout.D() > maxT {
+		return fmt.Errorf("limits.execDefaultTimeout (%s) exceeds "+which+"; raise limits.execMaxTimeout or lower limits.execDefaultTimeout",
+			l.ExecDefaultTimeout.D(), maxT)
 	}
 	for where, m := range map[string]map[string]string{"compaction.strategies": c.Compaction.Strategies,
 		"compaction.groupStrategies": c.Compaction.GroupStrategies} {

@@ -15,8 +15,9 @@ func TestLoadFullFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "aibuddy.json")
 	doc := `{
 	  "toolKeys": ["filesystem", "execute"],
-	  "sandbox": {"kind": "local", "workspace": "proj"},
-	  "limits": {"execMaxOutputChars": 5000, "execGrace": "10s", "execHeartbeat": 1500, "lsMaxEntries": 10},
+	  "sandbox": {"kind": "local", "workspace": "proj", "killDelay": "500ms", "drainGrace": 250},
+	  "limits": {"execMaxOutputChars": 5000, "execGrace": "10s", "execHeartbeat": 1500, "lsMaxEntries": 10,
+	             "execMaxOutputFileBytes": 1048576},
 	  "mcpServers": {"memory": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory"]}}
 	}`
 	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
@@ -29,6 +30,10 @@ func TestLoadFullFile(t *testing.T) {
 	if c.Limits.ExecGrace.D() != 10*time.Second || c.Limits.ExecHeartbeat.D() != 1500*time.Millisecond {
 		t.Errorf("durations: %v %v", c.Limits.ExecGrace.D(), c.Limits.ExecHeartbeat.D())
 	}
+	if c.Sandbox.KillDelay.D() != 500*time.Millisecond || c.Sandbox.DrainGrace.D() != 250*time.Millisecond ||
+		c.Limits.ExecMaxOutputFileBytes != 1<<20 {
+		t.Errorf("sandbox %+v, execMaxOutputFileBytes %d", c.Sandbox, c.Limits.ExecMaxOutputFileBytes)
+	}
 	if c.Limits.ExecMaxOutputChars != 5000 || c.Sandbox.Workspace != "proj" || len(c.MCPServers) != 1 {
 		t.Errorf("decoded %+v", c)
 	}
@@ -36,14 +41,18 @@ func TestLoadFullFile(t *testing.T) {
 
 func TestParseErrorsNameTheKey(t *testing.T) {
 	cases := map[string]string{
-		`{"toolKey": ["filesystem"]}`:                                       `unknown key "toolKey"`,
-		`{"limits": {"lsMaxEntries": "many"}}`:                              `key "limits.lsMaxEntries": string value where int is expected`,
-		`{"limits": {"execGrace": "soon"}}`:                                 `duration "soon"`,
-		`{"limits": {"readMaxLines": -1}}`:                                  `negative values for limits.readMaxLines`,
-		"{\n  \"sandbox\": {\"kind\": \"local\",}\n}":                       `malformed JSON at line 2, column`,
-		`{"toolKeys": [""]}`:                                                `toolKeys[0] is empty`,
-		`{"limits": {"execDefaultTimeout": "20m"}}`:                         ``, // fine without a max
-		`{"limits": {"execDefaultTimeout": "20m", "execMaxTimeout": "1m"}}`: `exceeds limits.execMaxTimeout`,
+		`{"toolKey": ["filesystem"]}`:                                                 `unknown key "toolKey"`,
+		`{"limits": {"lsMaxEntries": "many"}}`:                                        `key "limits.lsMaxEntries": string value where int is expected`,
+		`{"limits": {"execGrace": "soon"}}`:                                           `duration "soon"`,
+		`{"limits": {"readMaxLines": -1}}`:                                            `negative values for limits.readMaxLines`,
+		"{\n  \"sandbox\": {\"kind\": \"local\",}\n}":                                 `malformed JSON at line 2, column`,
+		`{"toolKeys": [""]}`:                                                          `toolKeys[0] is empty`,
+		`{"limits": {"execDefaultTimeout": "20m"}}`:                                   `limits.execDefaultTimeout (20m0s) exceeds limits.execMaxTimeout (unset, so its default 10m0s)`,
+		`{"limits": {"execDefaultTimeout": "10m"}}`:                                   ``, // the default maximum itself is fine
+		`{"limits": {"execDefaultTimeout": "20m", "execMaxTimeout": "30m"}}`:          ``,
+		`{"sandbox": {"killDelay": "-1s"}, "limits": {"execMaxOutputFileBytes": -1}}`: `negative values for limits.execMaxOutputFileBytes, sandbox.killDelay`,
+		`{"sandbox": {"drainGrace": -5}}`:                                             `negative values for sandbox.drainGrace`,
+		`{"limits": {"execDefaultTimeout": "20m", "execMaxTimeout": "1m"}}`:           `exceeds limits.execMaxTimeout`,
 	}
 	for doc, want := range cases {
 		_, err := config.Parse([]byte(doc))

@@ -1,9 +1,14 @@
 package coretools
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -45,22 +50,30 @@ type ExecuteOptions struct {
 	Env []string
 	// OutputDir is the directory where each call's full raw output
 	// (stdout and stderr bytes as they arrived) is written as it is
-	// produced, one file per call, named after the call ID. It is created
-	// when missing. The path is shown in the result. Default "": no file.
+	// produced, one file per call: <taskId>/<toolCallId>.log when the
+	// call's context carries a task id (tool.TaskID; result.Recorder sets
+	// it), else <toolCallId>.log, ids made safe as file names. It is
+	// created when missing. The path is shown in the result; when the
+	// output was capped the result also names the omitted lines as a
+	// view_tool_call call ({"id": toolCallId, "lines": "FIRST-LAST"}),
+	// which reads this file when compact.ViewOptions.FullOutputDir is this
+	// directory (as the aibuddy program sets it). Default "": no file.
 	OutputDir string
 	// MaxOutputFileBytes bounds one full output file, in bytes; past it the
 	// file stops growing and the result says so. Default 1 GiB.
 	MaxOutputFileBytes int64
 }
 
-// Defaults of ExecuteOptions.
+// Defaults of ExecuteOptions (config.DefaultExecMaxTimeout repeats
+// DefaultExecMaxTimeout to validate settings; a test in internal/cli checks
+// that they agree).
 const (
-	execDefaultTimeout  = 2 * time.Minute
-	execMaxTimeout      = 10 * time.Minute
-	execGrace           = 30 * time.Second
-	execHeartbeat       = 30 * time.Second
-	execMaxOutputChars  = 30000
-	execMaxOutputFileSz = 1 << 30
+	DefaultExecTimeout        = 2 * time.Minute  // ExecuteOptions.DefaultTimeout
+	DefaultExecMaxTimeout     = 10 * time.Minute // ExecuteOptions.MaxTimeout
+	DefaultExecGrace          = 30 * time.Second // ExecuteOptions.Grace
+	DefaultExecHeartbeat      = 30 * time.Second // ExecuteOptions.Heartbeat
+	DefaultExecMaxOutputChars = 30000            // ExecuteOptions.MaxOutputChars, characters
+	DefaultExecMaxOutputFile  = 1 << 30          // ExecuteOptions.MaxOutputFileBytes, bytes (1 GiB)
 )
 
 // withDefaults returns a copy of o with every unset field at its default.
@@ -75,15 +88,15 @@ func (o *ExecuteOptions) withDefaults() ExecuteOptions {
 			*p = d
 		}
 	}
-	setDur(&r.DefaultTimeout, execDefaultTimeout)
-	setDur(&r.MaxTimeout, execMaxTimeout)
-	setDur(&r.Grace, execGrace)
-	setDur(&r.Heartbeat, execHeartbeat)
+	setDur(&r.DefaultTimeout, DefaultExecTimeout)
+	setDur(&r.MaxTimeout, DefaultExecMaxTimeout)
+	setDur(&r.Grace, DefaultExecGrace)
+	setDur(&r.Heartbeat, DefaultExecHeartbeat)
 	if r.MaxOutputChars <= 0 {
-		r.MaxOutputChars = execMaxOutputChars
+		r.MaxOutputChars = DefaultExecMaxOutputChars
 	}
 	if r.MaxOutputFileBytes <= 0 {
-		r.MaxOutputFileBytes = execMaxOutputFileSz
+		r.MaxOutputFileBytes = DefaultExecMaxOutputFile
 	}
 	if r.DefaultTimeout > r.MaxTimeout {
 		r.DefaultTimeout = r.MaxTimeout
@@ -91,17 +104,43 @@ func (o *ExecuteOptions) withDefaults() ExecuteOptions {
 	return r
 }
 
-// ExecuteInstructions are the execute group's runtime instructions for the
-// system prompt (seed: "Each ServerToolConfig owns tool creation, runtime
-// instructions, and result hooks"). The numbers are the defaults of
-// [ExecuteOptions]; the tool description carries the configured ones.
-const ExecuteInstructions = `Use execute to run shell commands in the workspace: builds, tests, git, package managers, scripts. Prefer the filesystem tools to list, read, search and edit files.
+// ExecuteInstructions returns the execute group's runtime instructions for
+// the system prompt (seed: "Each ServerToolConfig owns tool creation,
+// runtime instructions, and result hooks") with the bounds of opts (nil
+// means the defaults): the default and largest timeout, in the units of
+// exDuration ("2 min", "45 s"), and the output cap and its head and tail,
+// in characters. [Groups] uses it for the execute group, so the agent's
+// system prompt and the MCP initialize instructions state the configured
+// numbers, as the tool description does. The sentence on the full output
+// file appears only when opts.OutputDir is set.
+func ExecuteInstructions(opts *ExecuteOptions) string {
+	o := opts.withDefaults()
+	var b strings.Builder
+	b.WriteString(`Use execute to run shell commands in the workspace: builds, tests, git, package managers, scripts. Prefer the filesystem tools to list, read, search and edit files.
 - Each call starts a fresh shell (sh -c) in the workspace root, or in workdir (a directory inside the workspace); cd and variables do not carry over between calls.
 - There is no terminal and stdin is empty: prompts, editors and pagers cannot wait for input (EDITOR, GIT_EDITOR are "true", PAGER is "cat"). Pass non-interactive flags (-y, -m "message", --no-edit).
-- Commands time out after 2 minutes unless you set timeout_ms (at most 10 minutes). On timeout or when the call is stopped, the whole process tree is killed and you get the partial output. Background processes (cmd &) are stopped when the command ends, so start nothing that must outlive the call.
-- The result starts with the exit code, the duration and how many characters and lines were produced. A non-zero exit code is a normal result: read the output and fix the cause.
-- Output is capped at 30,000 characters: the first and last 15,000 are kept and a marker names the omitted characters and lines. Colour codes and progress frames are removed and binary data is described, not shown. When you need the middle, narrow the command (grep, head, tail -n, a quieter flag) or redirect output to a file and read slices of it; when the result names a full output file, read it with sed -n 'FIRST,LASTp' FILE or grep -n PATTERN FILE.
-- Exit code 0 is not proof of the goal: check the output and the files or artifacts the command should have produced.`
+`)
+	fmt.Fprintf(&b, "- Commands time out after %s unless you set timeout_ms (at most %s). On timeout or when the call is stopped, the whole process tree is killed and you get the partial output. Background processes (cmd &) are stopped when the command ends, so start nothing that must outlive the call.\n",
+		exDuration(o.DefaultTimeout), exDuration(o.MaxTimeout))
+	b.WriteString("- The result starts with the exit code, the duration and how many characters and lines were produced. A non-zero exit code is a normal result: read the output and fix the cause.\n")
+	fmt.Fprintf(&b, "- Output is capped at %s characters: %s are kept and a marker names the omitted characters and lines. Colour codes and progress frames are removed and binary data is described, not shown. When you need the middle, narrow the command (grep, head, tail -n, a quieter flag) or redirect output to a file and read slices of it",
+		exCount(int64(o.MaxOutputChars)), exKept(o.MaxOutputChars))
+	if o.OutputDir != "" {
+		b.WriteString("; when the result names a full output file, read the omitted lines it names with sed -n 'FIRST,LASTp' FILE or grep -n PATTERN FILE, or with the view_tool_call call the result gives")
+	}
+	b.WriteString(".\n- Exit code 0 is not proof of the goal: check the output and the files or artifacts the command should have produced.")
+	return b.String()
+}
+
+// exKept names the head and tail that a cap of maxChars keeps (the head is
+// maxChars/2 characters, the tail the rest, as newOutputCap splits it).
+func exKept(maxChars int) string {
+	h := maxChars / 2
+	if t := maxChars - h; t != h {
+		return fmt.Sprintf("the first %s and the last %s", exCount(int64(h)), exCount(int64(t)))
+	}
+	return fmt.Sprintf("the first and last %s", exCount(int64(h)))
+}
 
 // execEnver is offered by sandboxes that can build their default command
 // environment plus host pass-through variables (localsandbox.Sandbox).
@@ -139,7 +178,9 @@ const executeSchema = `{
 //     stripped, carriage-return frames collapsed, invalid UTF-8 replaced,
 //     binary data described), with a marker naming the omitted characters
 //     and lines, under a header with exit code, duration and totals;
-//   - keeps the full raw output in OutputDir, when set.
+//   - keeps the full raw output in OutputDir, when set, and then names the
+//     omitted lines of a capped output as sed -n, grep and (for a call
+//     with an ID) view_tool_call {"id":ID,"lines":"FIRST-LAST"} commands.
 //
 // A non-zero exit code is a normal result. A timeout, a cancellation and a
 // sandbox that does not stop within Grace are error results at the
@@ -171,9 +212,9 @@ func (e *executor) description() string {
 	o := e.opts
 	return fmt.Sprintf(`Run a shell command (sh -c) in the workspace and return its exit code, duration and output.
 Each call is a fresh, non-interactive shell: no terminal, empty stdin, pagers and editors disabled; cd does not persist. The timeout is %s by default (timeout_ms, at most %s); at the timeout the whole process tree is killed and the partial output returned. Background processes are stopped when the command ends.
-Output (stdout and stderr interleaved) is capped at %s characters: the first and last %s are kept with a marker naming the omitted characters and lines. Colour codes and progress frames are removed. For the full detail, narrow the command or write output to a file and read slices of it.`,
+Output (stdout and stderr interleaved) is capped at %s characters: %s are kept with a marker naming the omitted characters and lines. Colour codes and progress frames are removed. For the full detail, narrow the command or write output to a file and read slices of it.`,
 		exDuration(o.DefaultTimeout), exDuration(o.MaxTimeout), exCount(int64(o.MaxOutputChars)),
-		exCount(int64(o.MaxOutputChars/2)))
+		exKept(o.MaxOutputChars))
 }
 
 // execOutcome is what the sandbox's Exec returned.
@@ -205,7 +246,7 @@ func (e *executor) call(ctx context.Context, call *tool.Call) (*tool.Result, err
 
 	out := newOutputCap(e.opts.MaxOutputChars, call.Events)
 	if e.opts.OutputDir != "" {
-		f, err := e.createOutputFile(call.ID)
+		f, err := e.createOutputFile(ctx, call.ID)
 		if err != nil {
 			notes = append(notes, "the full output is not kept: "+err.Error())
 		} else {
@@ -234,7 +275,7 @@ func (e *executor) call(ctx context.Context, call *tool.Call) (*tool.Result, err
 		}
 		return nil, execError(ctx, o.err, in.Workdir)
 	}
-	return e.result(in, timeout, o, abandoned, cancelled, notes, out), nil
+	return e.result(call.ID, timeout, o, abandoned, cancelled, notes, out), nil
 }
 
 // run starts the command and waits for it, emitting heartbeats, within the
@@ -273,28 +314,62 @@ func (e *executor) run(ctx context.Context, req sandbox.ExecRequest, timeout tim
 	}
 }
 
-// createOutputFile creates the call's full output file in OutputDir.
-func (e *executor) createOutputFile(callID string) (*os.File, error) {
-	dir, err := filepath.Abs(e.opts.OutputDir) // the model reads it from another cwd
+// createOutputFile creates the call's full output file in OutputDir (made
+// absolute: the model reads it from another working directory):
+// <taskId>/<toolCallId>.log when ctx carries a task id ([tool.TaskID]; the
+// result.Recorder sets it), else <toolCallId>.log; a call without an id
+// gets call-<random>.log. Ids become safe file names ([execSafeName]), so
+// no id escapes OutputDir. An existing file is never overwritten: a
+// repeated id gets "~2", "~3", ... before ".log".
+func (e *executor) createOutputFile(ctx context.Context, callID string) (*os.File, error) {
+	dir, err := filepath.Abs(e.opts.OutputDir)
 	if err != nil {
 		return nil, err
+	}
+	if task := tool.TaskID(ctx); task != "" {
+		dir = filepath.Join(dir, execSafeName(task))
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	name := strings.Map(func(r rune) rune {
-		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' {
+	if callID == "" {
+		return os.CreateTemp(dir, "call-*.log")
+	}
+	base := execSafeName(callID)
+	for n := 1; ; n++ {
+		name := base + ".log"
+		if n > 1 {
+			name = base + "~" + strconv.Itoa(n) + ".log"
+		}
+		f, err := os.OpenFile(filepath.Join(dir, name), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if errors.Is(err, fs.ErrExist) && n < 100 {
+			continue
+		}
+		return f, err
+	}
+}
+
+// execSafeName makes an id (a task or call id from a provider, a host or a
+// caller) a safe file name: characters outside [A-Za-z0-9._-] become '_',
+// at most 100 bytes are kept, and a name that is empty, starts with '.' or
+// had to change gets "~" and 8 hex digits of the id's SHA-256, so distinct
+// ids never share a name and none is "..", hidden or a path. The rule is
+// the one of compact.OffloadPath.
+func execSafeName(id string) string {
+	s := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.' {
 			return r
 		}
 		return '_'
-	}, callID)
-	if len(name) > 64 {
-		name = name[:64]
+	}, id)
+	if len(s) > 100 {
+		s = s[:100]
 	}
-	if name == "" {
-		name = "call"
+	if s != id || s == "" || strings.HasPrefix(s, ".") {
+		sum := sha256.Sum256([]byte(id))
+		s = strings.TrimLeft(s, ".") + "~" + hex.EncodeToString(sum[:4])
 	}
-	return os.CreateTemp(dir, "execute-"+name+"-*.log")
+	return s
 }
 
 // execError maps a sandbox error that prevented the run to a stage.
@@ -327,7 +402,7 @@ func execError(ctx context.Context, err error, workdir string) *tool.Error {
 }
 
 // result renders the header, notes and projection, and the evidence.
-func (e *executor) result(in executeInput, timeout time.Duration, o execOutcome, abandoned, cancelled bool, notes []string, out *outputCap) *tool.Result {
+func (e *executor) result(callID string, timeout time.Duration, o execOutcome, abandoned, cancelled bool, notes []string, out *outputCap) *tool.Result {
 	text, st := out.projection()
 	res := o.res
 	if res == nil {
@@ -404,6 +479,19 @@ func (e *executor) result(in executeInput, timeout time.Duration, o execOutcome,
 		if st.OmittedChars > 0 {
 			fmt.Fprintf(&b, "; read the omitted lines with execute: sed -n '%d,%dp' %s, or grep -n PATTERN %s",
 				st.FirstOmitted, st.LastOmitted, exShellQuote(st.FilePath), exShellQuote(st.FilePath))
+			if callID != "" {
+				// view_tool_call reads an execute record's full output
+				// file (part "output", its default) when the file lies in
+				// its FullOutputDir; lines is a 1-based inclusive range.
+				var hint bytes.Buffer
+				enc := json.NewEncoder(&hint)
+				enc.SetEscapeHTML(false)
+				_ = enc.Encode(struct {
+					ID    string `json:"id"`
+					Lines string `json:"lines"`
+				}{callID, fmt.Sprintf("%d-%d", st.FirstOmitted, st.LastOmitted)})
+				fmt.Fprintf(&b, "; or view_tool_call %s", bytes.TrimSpace(hint.Bytes()))
+			}
 		}
 		b.WriteString("\n")
 	} else if st.OmittedChars > 0 {

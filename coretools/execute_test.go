@@ -23,6 +23,15 @@ import (
 // execHangBound proves "does not hang"; speed goals live in the benchmark.
 const execHangBound = 30 * time.Second
 
+// shortStops are short sandbox stop delays for the BH-021/022/030 cases,
+// so that "returns within the grace" is checked against known values:
+// the call must return within the command's own time + the delay +
+// stopMargin (generous for a loaded machine; the final drain after the
+// group kill is 250 ms of it).
+var shortStops = &localsandbox.Options{KillDelay: 300 * time.Millisecond, DrainGrace: 300 * time.Millisecond}
+
+const stopMargin = 2500 * time.Millisecond
+
 type execRig struct {
 	t    *testing.T
 	ws   string
@@ -170,11 +179,24 @@ func TestExecuteNoOutput(t *testing.T) {
 	}
 }
 
+// Heartbeats come about every Heartbeat while the command runs, and none
+// after the call returned. The count is checked against the command's own
+// duration with wide bounds (40% to 200% of the expected number), so a
+// loaded machine that delays ticks does not fail it, but a loop that beats
+// far too often or not at all does.
 func TestExecuteHeartbeats(t *testing.T) {
-	r := newExecRig(t, nil, &ExecuteOptions{Heartbeat: 50 * time.Millisecond})
-	res, log := r.call(context.Background(), map[string]any{"command": "sleep 1; echo done"})
-	if n, _ := log.count(tool.EventHeartbeat); n < 2 {
-		t.Errorf("%d heartbeats during a 1 s command at 50 ms", n)
+	const every = 100 * time.Millisecond
+	r := newExecRig(t, nil, &ExecuteOptions{Heartbeat: every})
+	res, log := r.call(context.Background(), map[string]any{"command": "sleep 2; echo done"})
+	atReturn, _ := log.count(tool.EventHeartbeat)
+	want := float64(evInt(t, res, "duration_ms")) / float64(every.Milliseconds())
+	if n := float64(atReturn); n < 0.4*want || n > 2*want {
+		t.Errorf("%d heartbeats in %d ms at %v: want about %.0f (between %.0f and %.0f)",
+			atReturn, evInt(t, res, "duration_ms"), every, want, 0.4*want, 2*want)
+	}
+	time.Sleep(5 * every)
+	if after, _ := log.count(tool.EventHeartbeat); after != atReturn {
+		t.Errorf("%d heartbeats arrived after the call returned", after-atReturn)
 	}
 	if strings.Contains(strings.ToLower(res.AllText()), "heartbeat") || body(res) != "done" {
 		t.Errorf("heartbeats leaked into the model text:\n%s", res.AllText())
@@ -285,9 +307,14 @@ func TestExecuteHardDeadlineOnStuckSandbox(t *testing.T) {
 
 // BH-021: a chatty background process after the foreground ends.
 func TestExecuteBH021BackgroundWriter(t *testing.T) {
-	r := newExecRig(t, nil, &ExecuteOptions{MaxOutputChars: 100})
+	r := newExecRig(t, shortStops, &ExecuteOptions{MaxOutputChars: 100})
+	start := time.Now()
 	res, log := r.call(context.Background(), map[string]any{
 		"command": "echo $$; (while :; do echo tick; sleep 0.1; done) & sleep 1; echo fg-done"})
+	// The foreground's 1 s, then the drain grace, then the kill.
+	if d, bound := time.Since(start), time.Second+shortStops.DrainGrace+stopMargin; d > bound {
+		t.Errorf("returned after %v, over 1 s + drain grace %v + margin %v", d, shortStops.DrainGrace, stopMargin)
+	}
 	if res.IsError || evInt(t, res, "exit_code") != 0 || res.Evidence["lingering"] != true {
 		t.Fatalf("result:\n%s\n%v", res.AllText(), res.Evidence)
 	}
@@ -304,8 +331,12 @@ func TestExecuteBH021BackgroundWriter(t *testing.T) {
 
 // BH-022: the timeout kills the whole tree, with partial output.
 func TestExecuteBH022Timeout(t *testing.T) {
-	r := newExecRig(t, nil, nil)
+	r := newExecRig(t, shortStops, nil)
+	start := time.Now()
 	res, _ := r.call(context.Background(), map[string]any{"command": "echo $$; echo started; sleep 600 | cat", "timeout_ms": 2000})
+	if d, bound := time.Since(start), 2*time.Second+shortStops.KillDelay+stopMargin; d > bound {
+		t.Errorf("returned after %v, over the 2 s timeout + kill delay %v + margin %v", d, shortStops.KillDelay, stopMargin)
+	}
 	txt := res.AllText()
 	if !res.IsError || res.Stage != tool.Execution || res.Evidence["timed_out"] != true || evInt(t, res, "exit_code") != -1 ||
 		evInt(t, res, "duration_ms") < 2000 || !strings.Contains(txt, "timed out after 2 s") || !strings.Contains(body(res), "started") {
@@ -390,11 +421,15 @@ func TestExecuteBH029LongLine(t *testing.T) {
 
 // BH-030: cancellation stops the tree and still yields a tool_result.
 func TestExecuteBH030Cancel(t *testing.T) {
-	r := newExecRig(t, nil, nil)
+	r := newExecRig(t, shortStops, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	start := time.Now()
 	time.AfterFunc(time.Second, cancel)
 	res, _ := r.call(ctx, map[string]any{"command": "echo $$; sh -c 'sleep 300 & sleep 300'"})
+	if d, bound := time.Since(start), time.Second+shortStops.KillDelay+stopMargin; d > bound {
+		t.Errorf("returned after %v, over the 1 s to the cancel + kill delay %v + margin %v", d, shortStops.KillDelay, stopMargin)
+	}
 	if !res.IsError || res.Stage != tool.Execution || res.Evidence["cancelled"] != true ||
 		!strings.Contains(res.AllText(), "cancelled by the caller after 1") || evInt(t, res, "duration_ms") < 1000 {
 		t.Errorf("result:\n%s\n%v", res.AllText(), res.Evidence)
@@ -430,6 +465,13 @@ func TestExecuteBH046FullOutputRecoverable(t *testing.T) {
 	if err != nil || string(raw) != "\x1b[1m"+script || !strings.Contains(txt, "full output: "+path) ||
 		!strings.Contains(txt, "sed -n '582,2446p' "+path) {
 		t.Fatalf("full output %q: %v\n%.600s", path, err, txt)
+	}
+	// Without a task id in ctx the file is OutputDir/<toolCallId>.log, and
+	// the header names the same lines for view_tool_call.
+	id := strings.TrimSuffix(filepath.Base(path), ".log")
+	if filepath.Dir(path) != dir || !strings.HasPrefix(id, "call_") ||
+		!strings.Contains(txt, `; or view_tool_call {"id":"`+id+`","lines":"582-2446"}`) {
+		t.Errorf("path %s, header:\n%.800s", path, txt)
 	}
 	// Recover the decisive line by pattern, as the header suggests.
 	res2, _ := r.call(context.Background(), map[string]any{"command": "grep -n FATAL " + path})

@@ -34,7 +34,7 @@ func Groups(fs *FSOptions, ex *ExecuteOptions) []registry.Group {
 			Build: func(env registry.Env) ([]*tool.Tool, error) {
 				return []*tool.Tool{Execute(env.Sandbox, ex)}, nil
 			},
-			Instructions: ExecuteInstructions,
+			Instructions: ExecuteInstructions(ex),
 		},
 	}
 }

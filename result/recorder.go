@@ -86,7 +86,8 @@ type Next func(ctx context.Context, call *tool.Call) *tool.Result
 //  1. a record with outcome "running", the raw input and the start time is
 //     Put before next runs (a crash leaves a trace); a call without an ID
 //     gets one from Options.NewID first, so call.ID is set on return;
-//  2. next runs with ctx;
+//  2. next runs with ctx carrying taskID ([tool.WithTaskID]; tools read it
+//     with tool.TaskID);
 //  3. the final record (raw output, model form equal to the full content,
 //     stage, outcome, end time) is Put, and only then is the result
 //     returned, unchanged;
@@ -127,7 +128,7 @@ func (r *Recorder) Call(ctx context.Context, taskID string, call *tool.Call, nex
 		r.opts.OnClient(ClientOf(rec))
 	}
 
-	res := next(ctx, call)
+	res := next(tool.WithTaskID(ctx, taskID), call)
 	if res == nil {
 		res = &tool.Result{}
 	}

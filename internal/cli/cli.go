@@ -211,7 +211,8 @@ func (c *common) resolve(ctx context.Context, o *Options) (*run, error) {
 	}
 	r.workspace = ws
 	sb, err := sandboxes.New(sandbox.Kind(r.cfg.Sandbox.Kind), sandboxes.Options{
-		Workspace: ws, Local: &localsandbox.Options{Shell: r.cfg.Sandbox.Shell}})
+		Workspace: ws, Local: &localsandbox.Options{Shell: r.cfg.Sandbox.Shell,
+			KillDelay: r.cfg.Sandbox.KillDelay.D(), DrainGrace: r.cfg.Sandbox.DrainGrace.D()}})
 	if err != nil {
 		return nil, usageErr("%v", err)
 	}

@@ -23,13 +23,14 @@ func ToolOptions(cfg *config.Config, dataDir string) (*coretools.FSOptions, *cor
 		SearchTimeout:      l.SearchTimeout.D(),
 	}
 	ex := &coretools.ExecuteOptions{
-		DefaultTimeout: l.ExecDefaultTimeout.D(),
-		MaxTimeout:     l.ExecMaxTimeout.D(),
-		Grace:          l.ExecGrace.D(),
-		Heartbeat:      l.ExecHeartbeat.D(),
-		MaxOutputChars: l.ExecMaxOutputChars,
-		Env:            l.ExecEnv,
-		OutputDir:      dataDir,
+		DefaultTimeout:     l.ExecDefaultTimeout.D(),
+		MaxTimeout:         l.ExecMaxTimeout.D(),
+		Grace:              l.ExecGrace.D(),
+		Heartbeat:          l.ExecHeartbeat.D(),
+		MaxOutputChars:     l.ExecMaxOutputChars,
+		MaxOutputFileBytes: l.ExecMaxOutputFileBytes,
+		Env:                l.ExecEnv,
+		OutputDir:          dataDir,
 	}
 	if pol := Policy(cfg); pol != nil {
 		fs.DeniedPaths = pol.DeniedPaths
