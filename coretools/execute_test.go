@@ -30,7 +30,7 @@ const execHangBound = 30 * time.Second
 // group kill is 250 ms of it).
 var shortStops = &localsandbox.Options{KillDelay: 300 * time.Millisecond, DrainGrace: 300 * time.Millisecond}
 
-const stopMargin = 2500 * time.Millisecond
+const stopMargin = 8 * time.Second
 
 type execRig struct {
 	t    *testing.T
@@ -181,7 +181,7 @@ func TestExecuteNoOutput(t *testing.T) {
 
 // Heartbeats come about every Heartbeat while the command runs, and none
 // after the call returned. The count is checked against the command's own
-// duration with wide bounds (40% to 200% of the expected number), so a
+// duration with wide bounds (25% to 200% of the expected number), so a
 // loaded machine that delays ticks does not fail it, but a loop that beats
 // far too often or not at all does.
 func TestExecuteHeartbeats(t *testing.T) {
@@ -190,9 +190,9 @@ func TestExecuteHeartbeats(t *testing.T) {
 	res, log := r.call(context.Background(), map[string]any{"command": "sleep 2; echo done"})
 	atReturn, _ := log.count(tool.EventHeartbeat)
 	want := float64(evInt(t, res, "duration_ms")) / float64(every.Milliseconds())
-	if n := float64(atReturn); n < 0.4*want || n > 2*want {
+	if n := float64(atReturn); n < 0.25*want || n > 2*want {
 		t.Errorf("%d heartbeats in %d ms at %v: want about %.0f (between %.0f and %.0f)",
-			atReturn, evInt(t, res, "duration_ms"), every, want, 0.4*want, 2*want)
+			atReturn, evInt(t, res, "duration_ms"), every, want, 0.25*want, 2*want)
 	}
 	time.Sleep(5 * every)
 	if after, _ := log.count(tool.EventHeartbeat); after != atReturn {
