@@ -3,6 +3,7 @@ package compact
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"io"
 	"unicode/utf8"
@@ -36,6 +37,30 @@ func incompleteTail(p []byte) int {
 		}
 	}
 	return 0
+}
+
+// runeCount is utf8.RuneCount without its allocation (Go 1.26 converts
+// the non-ASCII rest to a string): ASCII 8 bytes at a time, then Go's
+// decoding, so an invalid byte counts as one character.
+func runeCount(p []byte) int {
+	n, i := 0, 0
+	for i < len(p) {
+		for i+8 <= len(p) && binary.LittleEndian.Uint64(p[i:])&0x8080808080808080 == 0 {
+			i += 8
+			n += 8
+		}
+		if i >= len(p) {
+			break
+		}
+		if p[i] < utf8.RuneSelf {
+			i++
+		} else {
+			_, w := utf8.DecodeRune(p[i:])
+			i += w
+		}
+		n++
+	}
+	return n
 }
 
 // scanText calls fn with the bytes of r[0:size] in order, in segments that
@@ -106,7 +131,7 @@ func sliceText(r io.ReaderAt, size int64, off, n int) (textStats, []rune, error)
 	var out []rune
 	end := off + n
 	err := scanText(r, size, func(seg []byte) bool {
-		c := utf8.RuneCount(seg)
+		c := runeCount(seg)
 		if st.chars+c > off && st.chars < end {
 			i := st.chars
 			for p := seg; len(p) > 0 && i < end; i++ {
@@ -192,7 +217,7 @@ func eachLine(r io.ReaderAt, size int64, fn func(no int, text []byte, long *io.S
 		if err == nil || (errors.Is(err, io.EOF) && len(l) > 0) {
 			pos += int64(len(l))
 			t := bytes.TrimRight(l, "\r\n")
-			tc := utf8.RuneCount(t)
+			tc := runeCount(t)
 			if ferr := fn(no, t, nil, tc, tc+len(l)-len(t)); ferr != nil {
 				return ferr
 			}
@@ -228,7 +253,7 @@ func eachLine(r io.ReaderAt, size int64, fn func(no int, text []byte, long *io.S
 		whole := pos - start
 		sec := io.NewSectionReader(r, start, whole-int64(trail))
 		var st textStats
-		if err := scanText(sec, sec.Size(), func(seg []byte) bool { st.add(seg, utf8.RuneCount(seg)); return true }); err != nil {
+		if err := scanText(sec, sec.Size(), func(seg []byte) bool { st.add(seg, runeCount(seg)); return true }); err != nil {
 			return err
 		}
 		if ferr := fn(no, nil, sec, st.chars, st.chars+trail); ferr != nil {

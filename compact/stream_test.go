@@ -89,3 +89,11 @@ func TestStreamingEqualsWholeText(t *testing.T) {
 		t.Fatalf("rune start %d", at)
 	}
 }
+
+func TestRuneCountEqualsUTF8(t *testing.T) {
+	for _, s := range []string{"", "abc", "abcdefghij€", "\xe2\x82x\xff😀é", streamSample(9)[:100_000]} {
+		if runeCount([]byte(s)) != utf8.RuneCountInString(s) {
+			t.Errorf("%q", s[:min(len(s), 40)])
+		}
+	}
+}

@@ -464,16 +464,18 @@ func (v *viewer) grep(rec *store.Record, src viewSource, lineBase int, label str
 		srcLines = no
 		var loc []int
 		if long == nil {
-			loc = re.FindIndex(line)
-		} else {
-			loc = re.FindReaderIndex(bufio.NewReaderSize(long, scanChunk))
-		}
-		if loc == nil {
+			if !re.Match(line) {
+				return nil
+			}
+		} else if loc = re.FindReaderIndex(bufio.NewReaderSize(long, scanChunk)); loc == nil {
 			return nil
 		}
 		total++
 		if total <= skip || stopped >= 0 {
 			return nil
+		}
+		if long == nil {
+			loc = re.FindIndex(line)
 		}
 		var s string
 		if lineChars > 300 {
