@@ -228,4 +228,9 @@ func TestBH047CompactedExecuteStubTotalsAndHintFollowedLiterally(t *testing.T) {
 	if body(text) != "row 200000\nrow 200001\n" || !strings.Contains(text, "full output file") {
 		t.Fatalf("full output: %s", text)
 	}
+	// A pattern within a line range numbers lines as the whole output does.
+	text, _ = r.viewText(`{"id":"call_047","lines":"300000-300010","pattern":"row 30000[5-7]$"}`)
+	if body(text) != "300006: row 300005\n300007: row 300006\n300008: row 300007" {
+		t.Fatalf("pattern in lines: %s", text)
+	}
 }

@@ -99,7 +99,8 @@ type viewInput struct {
 // tool, source and its size in characters and lines, the range shown, the
 // bound, and the exact call for the next slice), a "---" line, then the
 // slice verbatim. Selection runs json_path, then lines, then offset/limit
-// (characters); pattern lists matching lines instead. Evidence keys:
+// (characters); pattern lists matching lines instead, numbered as in the
+// whole source (also within a lines range). Evidence keys:
 // tool_call_id, source, total_chars, offset, end, next_offset (-1 at the
 // end), matches (pattern). An unknown id, a bad JSONPath, a json_path on
 // output that is not JSON or on an output file over MaxJSONBytes, or a bad
