@@ -5,11 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/aibuddy/aibuddy/compact"
 	"github.com/aibuddy/aibuddy/coretools"
+	"github.com/aibuddy/aibuddy/result"
 	"github.com/aibuddy/aibuddy/sandbox/localsandbox"
 	"github.com/aibuddy/aibuddy/store"
 	"github.com/aibuddy/aibuddy/tool"
@@ -27,6 +30,13 @@ func execRig(t *testing.T) (*rig, *tool.Tool, string) {
 	t.Cleanup(func() { sb.Close() })
 	outDir := filepath.Join(r.dir, "exec_output")
 	r.view = compact.ViewToolCall(r.st, r.dir, &compact.ViewOptions{FullOutputDir: outDir})
+	// The compactor knows the same folder, as the aibuddy program wires it.
+	c, err := compact.New(r.st, &compact.Options{DataDir: r.dir, FullOutputDir: outDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	r.c, r.rec = c, result.New(r.st, &result.Options{Now: fixedClock(), Compactor: c})
 	return r, coretools.Execute(sb, &coretools.ExecuteOptions{OutputDir: outDir}), outDir
 }
 
@@ -157,4 +167,70 @@ func commas(n int) string {
 		s = s[:i] + "," + s[i:]
 	}
 	return s
+}
+
+// BH-047: a compacted execute result whose full output is kept in a file.
+// The stub states the true totals of the command's output, and its
+// recovery hint, followed literally, returns the omitted part of the
+// compacted text (not other lines of the full output file).
+func TestBH047CompactedExecuteStubTotalsAndHintFollowedLiterally(t *testing.T) {
+	r, execute, _ := execRig(t)
+	in := `{"command":"python3 -c \"[print('row', i) for i in range(400000)]\""}`
+	res := r.rec.Call(context.Background(), "task", &tool.Call{ID: "call_047", Name: "execute", Input: json.RawMessage(in)}, execute.Call)
+	out := res.AllText()
+	if !strings.Contains(out, "4,288,890 characters in 400,000 lines produced; 30,000 characters shown") {
+		t.Fatalf("execute header: %s", out[:400])
+	}
+	r.c.Wait()
+	rec := r.get("call_047")
+	if rec.Compaction != store.CompactionTrim {
+		t.Fatalf("compaction %q", rec.Compaction)
+	}
+	m := modelText(t, rec)
+	stub, _, _ := strings.Cut(m, "\n")
+	for _, want := range []string{"4,288,890 characters in 400,000 lines", `view_tool_call {"id":"call_047","part":"result"} returns this result text`,
+		`view_tool_call {"id":"call_047"} reads the command's full output from its file`} {
+		if !strings.Contains(stub, want) {
+			t.Errorf("the stub lacks %q: %s", want, stub)
+		}
+	}
+	// Follow the marker's hint literally: <call> with "lines":"a-b".
+	re := regexp.MustCompile(`; (view_tool_call (\{[^\n]*?\})) with "lines":"(\d+)-(\d+)" shows them\]`)
+	g := re.FindStringSubmatch(m)
+	if g == nil {
+		t.Fatalf("no line hint in the compact form:\n%s", m)
+	}
+	var call map[string]any
+	if err := json.Unmarshal([]byte(g[2]), &call); err != nil {
+		t.Fatal(err)
+	}
+	call["lines"] = g[3] + "-" + g[4]
+	first, _ := strconv.Atoi(g[3])
+	last, _ := strconv.Atoi(g[4])
+	lines := strings.SplitAfter(out, "\n")
+	want := strings.Join(lines[first-1:last], "")
+	var got strings.Builder
+	for i := 0; ; i++ {
+		b, _ := json.Marshal(call)
+		text, ev := r.viewText(string(b))
+		got.WriteString(body(text))
+		if ev["next_offset"].(int) < 0 || i > 100 {
+			break
+		}
+		call["offset"] = ev["next_offset"]
+	}
+	if got.String() != want {
+		t.Fatalf("following the hint returned %d characters starting %q, want the %d omitted characters starting %q",
+			got.Len(), got.String()[:min(got.Len(), 80)], len(want), want[:min(len(want), 80)])
+	}
+	// The full output the stub names is the command's whole output.
+	text, _ := r.viewText(`{"id":"call_047","lines":"200001-200002"}`)
+	if body(text) != "row 200000\nrow 200001\n" || !strings.Contains(text, "full output file") {
+		t.Fatalf("full output: %s", text)
+	}
+	// A pattern within a line range numbers lines as the whole output does.
+	text, _ = r.viewText(`{"id":"call_047","lines":"300000-300010","pattern":"row 30000[5-7]$"}`)
+	if body(text) != "300006: row 300005\n300007: row 300006\n300008: row 300007" {
+		t.Fatalf("pattern in lines: %s", text)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -77,6 +78,13 @@ type Options struct {
 	Default Strategy
 	// Workers bounds concurrent background compactions. Default 2.
 	Workers int
+	// FullOutputDir is where execute keeps full command output, as
+	// ViewOptions.FullOutputDir (give both the same folder). An execute
+	// result whose evidence names a full_output_path is then compacted
+	// with recovery hints that address the result text ("part":"result"),
+	// because view_tool_call reads the file by default; its stub gives the
+	// command's true totals. Default "".
+	FullOutputDir string
 	// Logger receives background failures. Default: discard.
 	Logger *slog.Logger
 }
@@ -277,6 +285,18 @@ func (c *Compactor) Compact(ctx context.Context, rec *store.Record) (Outcome, er
 		plural(out.BeforeTokens, "token", "tokens"), Encoding,
 		plural(utf8.RuneCountInString(text), "character", "characters"), plural(lineCount(text), "line", "lines"))
 	hint := fmt.Sprintf(`view_tool_call {"id":%s}`, jsonString(cur.ToolCallID))
+	recover := hint + " returns them in slices (offset/limit, lines, pattern, json_path)"
+	if full, ok := c.fullOutput(cur); ok {
+		// view_tool_call's default part is then the full output file, whose
+		// lines are not those of the text trimmed here: the markers name
+		// the result text (BH-047).
+		hint = fmt.Sprintf(`view_tool_call {"id":%s,"part":"result"}`, jsonString(cur.ToolCallID))
+		stats += " of result text; " + full.describe()
+		recover = hint + " returns this result text in slices (offset/limit, lines, pattern, json_path)"
+		if full.viewable {
+			recover += fmt.Sprintf(`; view_tool_call {"id":%s} reads the command's full output from its file (its lines are numbered as in execute's own header and marker)`, jsonString(cur.ToolCallID))
+		}
+	}
 	if out.Strategy == Drop {
 		kind = store.CompactionDrop
 		compactText = fmt.Sprintf("[result of %s %s dropped by aibuddy precompaction: the tool declares its output disposable; it had %s; no recovery pointer is kept, run the tool again if you need it]",
@@ -309,8 +329,8 @@ func (c *Compactor) Compact(ctx context.Context, rec *store.Record) (Outcome, er
 				how += "; " + tr.Removed
 			}
 		}
-		compactText = fmt.Sprintf("[result of %s %s %s; original: %s; toolCallId=%s; the raw input and output are kept: %s returns them in slices (offset/limit, lines, pattern, json_path)]\n%s",
-			cur.Tool, compactInput(cur.Input), how, stats, cur.ToolCallID, hint, body)
+		compactText = fmt.Sprintf("[result of %s %s %s; original: %s; toolCallId=%s; the raw input and output are kept: %s]\n%s",
+			cur.Tool, compactInput(cur.Input), how, stats, cur.ToolCallID, recover, body)
 	}
 	out.AfterTokens = c.o.Counter(compactText)
 	newModel := result.Wire{Content: append([]result.WireContent{{Type: "text", Text: compactText}}, images...),
@@ -397,4 +417,75 @@ func compactInput(in json.RawMessage) string {
 func jsonString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
+}
+
+// fullOutputInfo describes the full output file behind a result.
+type fullOutputInfo struct {
+	chars, lines int   // of the command's output; -1 when unknown
+	bytes        int64 // of the file; -1 when it cannot be read
+	viewable     bool  // view_tool_call reads it by default
+}
+
+func (f fullOutputInfo) describe() string {
+	var b strings.Builder
+	b.WriteString("execute's projection of the command's output")
+	if f.chars >= 0 && f.lines >= 0 {
+		fmt.Fprintf(&b, " of %s in %s", plural(f.chars, "character", "characters"), plural(f.lines, "line", "lines"))
+	}
+	switch {
+	case f.bytes >= 0:
+		fmt.Fprintf(&b, " (full output file: %s)", plural64(f.bytes, "byte", "bytes"))
+	default:
+		b.WriteString(" (its full output file is no longer readable)")
+	}
+	return b.String()
+}
+
+// fullOutput reports whether rec's result names a full output file in its
+// evidence (full_output_path), with the command's totals from the evidence
+// (output_chars, output_lines) or else counted from the file.
+func (c *Compactor) fullOutput(rec *store.Record) (fullOutputInfo, bool) {
+	w, err := result.Decode(rec.Output)
+	if err != nil {
+		return fullOutputInfo{}, false
+	}
+	p, ok := w.Evidence["full_output_path"].(string)
+	if !ok || p == "" {
+		return fullOutputInfo{}, false
+	}
+	f := fullOutputInfo{chars: evInt(w.Evidence, "output_chars"), lines: evInt(w.Evidence, "output_lines"), bytes: -1}
+	_, f.viewable = fullOutputPath(c.o.FullOutputDir, rec.Tool, w)
+	file, err := os.Open(p)
+	if err != nil {
+		f.viewable = false
+		return f, true
+	}
+	defer file.Close()
+	if fi, err := file.Stat(); err == nil && fi.Mode().IsRegular() {
+		f.bytes = fi.Size()
+		if f.chars < 0 || f.lines < 0 {
+			var st textStats
+			if scanText(file, f.bytes, func(seg []byte) bool { st.add(seg, runeCount(seg)); return true }) == nil {
+				f.chars, f.lines = st.chars, st.lines()
+			}
+		}
+	} else {
+		f.viewable = false
+	}
+	return f, true
+}
+
+// evInt is an integer evidence value (JSON numbers decode as float64), or -1.
+func evInt(ev map[string]any, key string) int {
+	switch v := ev[key].(type) {
+	case float64:
+		return int(v)
+	case int:
+		return v
+	case json.Number:
+		if n, err := v.Int64(); err == nil {
+			return int(n)
+		}
+	}
+	return -1
 }

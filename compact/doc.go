@@ -23,9 +23,15 @@
 // data folder, then the model form is replaced (store.ReplaceModel, which
 // only replaces with something smaller) by the compact form, headed by a
 // stub that names the tool, its arguments, the sizes, who cut it and how
-// to recover the rest with view_tool_call (cases BH-046, BH-050).
+// to recover the rest with view_tool_call (cases BH-046, BH-050). When the
+// result is execute's 30,000-character projection of an output kept whole
+// in a file (evidence full_output_path), the stub also gives the command's
+// true totals, and its markers address the result text with
+// "part":"result", since view_tool_call reads the full output file by
+// default (case BH-047).
 //
 // [ViewToolCall] is the view_tool_call tool: a recorded call's raw output
 // or input in bounded slices (character offset and limit, a line range, a
-// regular expression, or an RFC 9535 JSONPath).
+// regular expression, or an RFC 9535 JSONPath). It streams an output
+// file of any size in bounded memory (see [ViewToolCall]).
 package compact

@@ -411,6 +411,13 @@ func num(n int) string { return thousands.Sprintf("%d", n) }
 
 var thousands = message.NewPrinter(language.English)
 
+func plural64(n int64, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return num64(n) + " " + many
+}
+
 // plural returns "1 line" or "2,000 lines".
 func plural(n int, one, many string) string {
 	if n == 1 {

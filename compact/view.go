@@ -1,11 +1,13 @@
 package compact
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -34,8 +36,9 @@ const ServiceRecords = "records"
 
 // Defaults of ViewOptions.
 const (
-	DefaultViewChars  = 8000 // characters of one slice
-	DefaultViewTokens = 2000 // tokens of one slice
+	DefaultViewChars     = 8000     // characters of one slice
+	DefaultViewTokens    = 2000     // tokens of one slice
+	DefaultViewJSONBytes = 16 << 20 // bytes of an output file json_path reads whole (16 MiB)
 )
 
 // ViewOptions configure view_tool_call. Zero fields take their defaults.
@@ -46,6 +49,11 @@ type ViewOptions struct {
 	// Default 2,000 (under the 2,500-token threshold, so a recovery is
 	// never itself compacted).
 	MaxTokens int
+	// MaxJSONBytes bounds, in bytes, a full output file that json_path
+	// reads and parses whole; a larger file is a Parameters error that
+	// points to pattern, lines or "part":"result". Default 16 MiB. Every
+	// other selection streams the file (see "Memory" on [ViewToolCall]).
+	MaxJSONBytes int64
 	// Counter counts tokens. Default [Count].
 	Counter Counter
 	// FullOutputDir is where execute keeps full command output
@@ -91,10 +99,24 @@ type viewInput struct {
 // tool, source and its size in characters and lines, the range shown, the
 // bound, and the exact call for the next slice), a "---" line, then the
 // slice verbatim. Selection runs json_path, then lines, then offset/limit
-// (characters); pattern lists matching lines instead. Evidence keys:
+// (characters); pattern lists matching lines instead, numbered as in the
+// whole source (also within a lines range). Evidence keys:
 // tool_call_id, source, total_chars, offset, end, next_offset (-1 at the
 // end), matches (pattern). An unknown id, a bad JSONPath, a json_path on
-// output that is not JSON, or a bad pattern is a Parameters error.
+// output that is not JSON or on an output file over MaxJSONBytes, or a bad
+// pattern is a Parameters error; a failed read of an output file is an
+// Execution error.
+//
+// Memory: an execute output file is never read whole. offset/limit reads
+// it once in 256 KiB chunks, counting characters as it goes and keeping
+// only the slice (at most MaxChars characters); lines reads only up to the
+// end of the range; pattern reads it line by line, holding one line of up
+// to 1 MiB (a longer line is matched as a stream and cut from the file).
+// So one call holds about a megabyte plus the answer whatever the file's
+// size, and takes time proportional to the bytes it reads. json_path
+// parses the whole file, so it is refused on files over MaxJSONBytes. A
+// record's own output (a result text, the raw input) is already in memory
+// with the record and is read from there.
 func ViewToolCall(st store.Store, dataDir string, opts *ViewOptions) *tool.Tool {
 	v := &viewer{st: st, dataDir: dataDir}
 	if opts != nil {
@@ -105,6 +127,9 @@ func ViewToolCall(st store.Store, dataDir string, opts *ViewOptions) *tool.Tool 
 	}
 	if v.o.MaxTokens <= 0 {
 		v.o.MaxTokens = DefaultViewTokens
+	}
+	if v.o.MaxJSONBytes <= 0 {
+		v.o.MaxJSONBytes = DefaultViewJSONBytes
 	}
 	if v.o.Counter == nil {
 		v.o.Counter = Count
@@ -177,16 +202,35 @@ func (v *viewer) call(ctx context.Context, call *tool.Call) (*tool.Result, error
 	if err != nil {
 		return nil, err
 	}
+	defer src.close()
 	if in.JSONPath != "" {
-		if src, err = selectJSON(src, in.JSONPath); err != nil {
+		doc, err := src.jsonText(v.o.MaxJSONBytes)
+		if err != nil {
 			return nil, err
 		}
+		sel, err := selectJSON(doc, in.JSONPath)
+		if err != nil {
+			return nil, err
+		}
+		src = textSource(sel)
 		label += " → " + in.JSONPath
 	}
+	lineBase := 0 // lines before the window, for pattern line numbers
 	if in.Lines != "" {
-		var first, last int
-		src, first, last = selectLines(src, in.Lines)
-		label += fmt.Sprintf(" → lines %s-%s", num(first), num(last))
+		a, b, found := strings.Cut(in.Lines, "-")
+		first, _ := strconv.Atoi(a)
+		last := first
+		if found {
+			last, _ = strconv.Atoi(b)
+		}
+		first = max(first, 1)
+		lo, hi, clamped, err := lineWindow(src.r, src.n, first, last)
+		if err != nil {
+			return nil, tool.Errorf(tool.Execution, "reading the output of %q failed: %w", id, err).WithHint("retry later")
+		}
+		src.r, src.n = io.NewSectionReader(src.r, lo, hi-lo), hi-lo
+		lineBase = first - 1
+		label += fmt.Sprintf(" → lines %s-%s", num(first), num(clamped))
 	}
 	next := map[string]any{"id": id}
 	if in.Part != "" {
@@ -199,15 +243,46 @@ func (v *viewer) call(ctx context.Context, call *tool.Call) (*tool.Result, error
 		next["lines"] = in.Lines
 	}
 	if in.Pattern != "" {
-		return v.grep(rec, src, label, in, next)
+		return v.grep(rec, src, lineBase, label, in, next)
 	}
-	return v.slice(rec, src, label, in, next), nil
+	return v.slice(rec, src, label, in, next)
 }
 
-// source returns the text a view reads and a description of it.
-func (v *viewer) source(rec *store.Record, part string) (string, string, error) {
+// viewSource is the text a view reads: n bytes through r, a full output
+// file (f is set) or a text in memory.
+type viewSource struct {
+	r io.ReaderAt
+	n int64
+	f *os.File
+}
+
+func textSource(s string) viewSource { return viewSource{r: strings.NewReader(s), n: int64(len(s))} }
+
+func (s viewSource) close() {
+	if s.f != nil {
+		s.f.Close()
+	}
+}
+
+// jsonText is the whole source for json_path: a text in memory as it is, a
+// file only up to maxBytes (a Parameters error beyond).
+func (s viewSource) jsonText(maxBytes int64) (string, error) {
+	if s.f != nil && s.n > maxBytes {
+		return "", tool.Errorf(tool.Parameters, "json_path reads the output whole, and this output file is %s bytes, over the %s-byte bound of view_tool_call", num64(s.n), num64(maxBytes)).
+			WithHint(`use pattern or lines on it, or json_path with "part":"result" (the result text)`)
+	}
+	b := make([]byte, s.n)
+	if _, err := s.r.ReadAt(b, 0); err != nil && !(errors.Is(err, io.EOF) && len(b) == int(s.n)) {
+		return "", tool.Errorf(tool.Execution, "reading the output failed: %w", err).WithHint("retry later")
+	}
+	return string(b), nil
+}
+
+// source returns the text a view reads and a description of it. An execute
+// output file is opened, not read: the caller closes the source.
+func (v *viewer) source(rec *store.Record, part string) (viewSource, string, error) {
 	if part == "input" {
-		return string(rec.Input), "raw input", nil
+		return textSource(string(rec.Input)), "raw input", nil
 	}
 	raw := rec.Output
 	if len(bytes.TrimSpace(raw)) == 0 && rec.Pointer != "" {
@@ -217,22 +292,38 @@ func (v *viewer) source(rec *store.Record, part string) (string, string, error) 
 	}
 	if len(bytes.TrimSpace(raw)) == 0 {
 		if rec.Outcome == store.OutcomeRunning {
-			return "", "no output recorded (outcome running: the call is still running, or the process ended before it finished)", nil
+			return textSource(""), "no output recorded (outcome running: the call is still running, or the process ended before it finished)", nil
 		}
-		return "", "no output recorded", nil
+		return textSource(""), "no output recorded", nil
 	}
 	w, err := result.Decode(raw)
 	if err != nil {
-		return "", "", tool.Errorf(tool.Execution, "the record of %q is unreadable: %w", rec.ToolCallID, err)
+		return viewSource{}, "", tool.Errorf(tool.Execution, "the record of %q is unreadable: %w", rec.ToolCallID, err)
 	}
-	if part != "result" && v.o.FullOutputDir != "" && rec.Tool == "execute" {
-		if p, ok := w.Evidence["full_output_path"].(string); ok && inside(v.o.FullOutputDir, p) {
-			if data, err := os.ReadFile(p); err == nil {
-				return string(data), "full output file of execute (raw bytes as produced)", nil
+	if part != "result" {
+		if p, ok := fullOutputPath(v.o.FullOutputDir, rec.Tool, w); ok {
+			if f, err := os.Open(p); err == nil {
+				if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+					return viewSource{r: f, n: fi.Size(), f: f}, "full output file of execute (raw bytes as produced)", nil
+				}
+				f.Close()
 			}
 		}
 	}
-	return w.Text(), "output text", nil
+	return textSource(w.Text()), "output text", nil
+}
+
+// fullOutputPath is the full output file an execute result names in its
+// evidence (full_output_path), when it lies inside dir.
+func fullOutputPath(dir, toolName string, w result.Wire) (string, bool) {
+	if dir == "" || toolName != "execute" {
+		return "", false
+	}
+	p, ok := w.Evidence["full_output_path"].(string)
+	if !ok || !inside(dir, p) {
+		return "", false
+	}
+	return p, true
 }
 
 func inside(dir, p string) bool {
@@ -294,27 +385,6 @@ func selectJSON(src, path string) (string, error) {
 	return b.String(), nil
 }
 
-// selectLines returns lines first..last (1-based, inclusive, clamped) of
-// src with their newlines.
-func selectLines(src, spec string) (string, int, int) {
-	a, b, found := strings.Cut(spec, "-")
-	first, _ := strconv.Atoi(a)
-	last := first
-	if found {
-		last, _ = strconv.Atoi(b)
-	}
-	first = max(first, 1)
-	lines := strings.SplitAfter(src, "\n")
-	if lines[len(lines)-1] == "" {
-		lines = lines[:len(lines)-1]
-	}
-	last = min(last, len(lines))
-	if first > last {
-		return "", first, last
-	}
-	return strings.Join(lines[first-1:last], ""), first, last
-}
-
 func (v *viewer) limit(in viewInput) int {
 	if in.Limit != nil && *in.Limit < v.o.MaxChars {
 		return *in.Limit
@@ -323,26 +393,30 @@ func (v *viewer) limit(in viewInput) int {
 }
 
 // slice returns characters offset..offset+limit of src, shortened to the
-// token bound.
-func (v *viewer) slice(rec *store.Record, src, label string, in viewInput, next map[string]any) *tool.Result {
-	r := []rune(src)
-	total := len(r)
+// token bound, in one streaming pass that also counts the totals.
+func (v *viewer) slice(rec *store.Record, src viewSource, label string, in viewInput, next map[string]any) (*tool.Result, error) {
 	off := 0
 	if in.Offset != nil {
-		off = min(*in.Offset, total)
+		off = *in.Offset
 	}
-	end := min(off+v.limit(in), total)
+	st, r, err := sliceText(src.r, src.n, off, v.limit(in))
+	if err != nil {
+		return nil, tool.Errorf(tool.Execution, "reading the output of %q failed: %w", rec.ToolCallID, err).WithHint("retry later")
+	}
+	total := st.chars
+	off = min(off, total)
+	end := off + len(r)
 	for end > off {
-		n := v.o.Counter(string(r[off:end]))
+		n := v.o.Counter(string(r[:end-off]))
 		if n <= v.o.MaxTokens {
 			break
 		}
 		end = off + min((end-off)*v.o.MaxTokens*19/(n*20), (end-off)-1)
 	}
-	body := string(r[off:end])
+	body := string(r[:end-off])
 	var h strings.Builder
 	fmt.Fprintf(&h, "view_tool_call: toolCallId=%s · tool=%s · outcome=%s\n", rec.ToolCallID, rec.Tool, rec.Outcome)
-	fmt.Fprintf(&h, "source: %s (%s in %s)\n", label, plural(total, "character", "characters"), plural(lineCount(src), "line", "lines"))
+	fmt.Fprintf(&h, "source: %s (%s in %s)\n", label, plural(total, "character", "characters"), plural(st.lines(), "line", "lines"))
 	nextOff := -1
 	if total == 0 {
 		h.WriteString("showing: nothing (empty)\n")
@@ -363,12 +437,13 @@ func (v *viewer) slice(rec *store.Record, src, label string, in viewInput, next 
 	return tool.TextWith(h.String(), map[string]any{
 		"tool_call_id": rec.ToolCallID, "source": label, "total_chars": total,
 		"offset": off, "end": end, "next_offset": nextOff,
-	})
+	}), nil
 }
 
 // grep lists the lines of src matching in.Pattern, each with its number
-// and cut to 300 characters around the first match.
-func (v *viewer) grep(rec *store.Record, src, label string, in viewInput, next map[string]any) (*tool.Result, error) {
+// (lineBase plus its place in src) and cut to 300 characters around the
+// first match, in one streaming pass.
+func (v *viewer) grep(rec *store.Record, src viewSource, lineBase int, label string, in viewInput, next map[string]any) (*tool.Result, error) {
 	re, err := regexp.Compile(in.Pattern)
 	if err != nil {
 		return nil, tool.Errorf(tool.Parameters, "pattern %q: %v", in.Pattern, err).WithHint("use RE2 syntax; escape ( ) [ ] . * + ? with a backslash")
@@ -381,43 +456,72 @@ func (v *viewer) grep(rec *store.Record, src, label string, in viewInput, next m
 	if in.Limit != nil {
 		maxMatches = min(*in.Limit, maxMatches)
 	}
-	lines := strings.SplitAfter(src, "\n")
 	var out strings.Builder
 	total, shown, chars := 0, 0, 0
 	stopped := -1
-	for i, l := range lines {
-		line := strings.TrimRight(l, "\r\n")
-		loc := re.FindStringIndex(line)
-		if loc == nil {
-			continue
+	srcChars, srcLines := 0, 0
+	err = eachLine(src.r, src.n, func(no int, line []byte, long *io.SectionReader, lineChars, withNL int) error {
+		srcChars += withNL
+		srcLines = no
+		var loc []int
+		if long == nil {
+			if !re.Match(line) {
+				return nil
+			}
+		} else if loc = re.FindReaderIndex(bufio.NewReaderSize(long, scanChunk)); loc == nil {
+			return nil
 		}
 		total++
 		if total <= skip || stopped >= 0 {
-			continue
+			return nil
 		}
-		s := line
-		if utf8.RuneCountInString(s) > 300 {
+		if long == nil {
+			loc = re.FindIndex(line)
+		}
+		var s string
+		if lineChars > 300 {
+			var cut string
 			start := max(loc[0]-100, 0)
-			for start > 0 && !utf8.RuneStart(s[start]) {
-				start--
+			if long == nil {
+				for start > 0 && !utf8.RuneStart(line[start]) {
+					start--
+				}
+				r := []rune(string(line[start:]))
+				cut = string(r[:min(300, len(r))])
+			} else {
+				at, err := runeStartBefore(long, int64(start))
+				if err != nil {
+					return err
+				}
+				start = int(at)
+				b := make([]byte, min(int64(300*utf8.UTFMax+utf8.UTFMax), long.Size()-at))
+				if _, err := long.ReadAt(b, at); err != nil && !errors.Is(err, io.EOF) {
+					return err
+				}
+				r := []rune(string(b))
+				cut = string(r[:min(300, len(r))])
 			}
-			r := []rune(s[start:])
-			cut := string(r[:min(300, len(r))])
-			s = fmt.Sprintf("[line of %s characters; showing from byte %s] %s…", num(utf8.RuneCountInString(line)), num(start), cut)
+			s = fmt.Sprintf("[line of %s characters; showing from byte %s] %s…", num(lineChars), num(start), cut)
+		} else {
+			s = string(line)
 		}
-		entry := fmt.Sprintf("%d: %s\n", i+1, s)
-		if shown >= maxMatches || chars+utf8.RuneCountInString(entry) > v.o.MaxChars ||
-			v.o.Counter(out.String()+entry) > v.o.MaxTokens {
+		entry := fmt.Sprintf("%d: %s\n", lineBase+no, s)
+		ec := utf8.RuneCountInString(entry)
+		if shown >= maxMatches || chars+ec > v.o.MaxChars || v.o.Counter(out.String()+entry) > v.o.MaxTokens {
 			stopped = total - 1
-			continue
+			return nil
 		}
 		out.WriteString(entry)
-		chars += utf8.RuneCountInString(entry)
+		chars += ec
 		shown++
+		return nil
+	})
+	if err != nil {
+		return nil, tool.Errorf(tool.Execution, "reading the output of %q failed: %w", rec.ToolCallID, err).WithHint("retry later")
 	}
 	var h strings.Builder
 	fmt.Fprintf(&h, "view_tool_call: toolCallId=%s · tool=%s · outcome=%s\n", rec.ToolCallID, rec.Tool, rec.Outcome)
-	fmt.Fprintf(&h, "source: %s (%s in %s)\n", label, plural(utf8.RuneCountInString(src), "character", "characters"), plural(lineCount(src), "line", "lines"))
+	fmt.Fprintf(&h, "source: %s (%s in %s)\n", label, plural(srcChars, "character", "characters"), plural(srcLines, "line", "lines"))
 	fmt.Fprintf(&h, "pattern %q: %s; showing %s from match %s (line number: text)\n", in.Pattern, plural(total, "matching line", "matching lines"), num(shown), num(skip+1))
 	nextOff := -1
 	if stopped >= 0 {
@@ -430,7 +534,9 @@ func (v *viewer) grep(rec *store.Record, src, label string, in viewInput, next m
 	h.WriteString("---\n")
 	h.WriteString(strings.TrimSuffix(out.String(), "\n"))
 	return tool.TextWith(h.String(), map[string]any{
-		"tool_call_id": rec.ToolCallID, "source": label, "total_chars": utf8.RuneCountInString(src),
+		"tool_call_id": rec.ToolCallID, "source": label, "total_chars": srcChars,
 		"matches": total, "offset": skip, "next_offset": nextOff,
 	}), nil
 }
+
+func num64(n int64) string { return thousands.Sprintf("%d", n) }

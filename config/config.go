@@ -75,6 +75,20 @@ type MCP struct {
 type Compaction struct {
 	ThresholdTokens int `json:"thresholdTokens,omitempty"` // results from this size are compacted; default 2,500 (o200k estimate)
 	TargetTokens    int `json:"targetTokens,omitempty"`    // size a compacted form aims at; default 1,000
+	// Workers bounds compactions that run at once in the background;
+	// default 2.
+	Workers int `json:"workers,omitempty"`
+	// ViewMaxChars bounds one view_tool_call slice, in characters;
+	// default 8,000.
+	ViewMaxChars int `json:"viewMaxChars,omitempty"`
+	// ViewMaxTokens bounds one view_tool_call slice, in tokens (o200k
+	// estimate); default 2,000 (keep it under thresholdTokens, or a
+	// recovery is itself compacted).
+	ViewMaxTokens int `json:"viewMaxTokens,omitempty"`
+	// ViewMaxJSONBytes bounds, in bytes, an execute output file that
+	// view_tool_call's json_path parses whole; larger files are refused
+	// (pattern and lines stream any size). Default 16,777,216 (16 MiB).
+	ViewMaxJSONBytes int64 `json:"viewMaxJSONBytes,omitempty"`
 	// Strategies choose per tool name: "trim", "summarize", "drop" (only
 	// for tools whose output is disposable: no recovery pointer) or "keep".
 	Strategies map[string]string `json:"strategies,omitempty"`
@@ -328,6 +342,8 @@ func (c *Config) validate() error {
 		"discovery.searchResults": int64(c.Discovery.SearchResults), "discovery.searchMax": int64(c.Discovery.SearchMax),
 		"mcp.initTimeout": int64(c.MCP.InitTimeout), "mcp.callTimeout": int64(c.MCP.CallTimeout), "mcp.startupWait": int64(c.MCP.StartupWait),
 		"compaction.thresholdTokens": int64(c.Compaction.ThresholdTokens), "compaction.targetTokens": int64(c.Compaction.TargetTokens),
+		"compaction.workers": int64(c.Compaction.Workers), "compaction.viewMaxChars": int64(c.Compaction.ViewMaxChars),
+		"compaction.viewMaxTokens": int64(c.Compaction.ViewMaxTokens), "compaction.viewMaxJSONBytes": c.Compaction.ViewMaxJSONBytes,
 	}
 	var bad []string
 	for k, v := range ints {

@@ -242,7 +242,7 @@ func (c *common) resolve(ctx context.Context, o *Options) (*run, error) {
 	r.store = st
 	cc := r.cfg.Compaction
 	copts := &compact.Options{DataDir: r.dataDir, GroupOf: r.registry.GroupOf, Logger: r.logger,
-		Threshold: cc.ThresholdTokens, Target: cc.TargetTokens,
+		Threshold: cc.ThresholdTokens, Target: cc.TargetTokens, Workers: cc.Workers, FullOutputDir: outputsDir(r.dataDir),
 		Strategies: map[string]compact.Strategy{}, GroupStrategies: map[string]compact.Strategy{}}
 	for k, v := range cc.Strategies {
 		copts.Strategies[k] = compact.Strategy(v)
@@ -435,15 +435,23 @@ func relativeTo(base, p string) string {
 // (view_skill, present only when cat holds a skill) and the records group
 // (view_tool_call over the call records).
 func BuiltinRegistry(cfg *config.Config, dataDir string, cat *skills.Catalog) *registry.Registry {
-	outputs := ""
-	if dataDir != "" {
-		outputs = filepath.Join(dataDir, "outputs")
-	}
+	outputs := outputsDir(dataDir)
 	fs, ex := ToolOptions(cfg, outputs)
+	cc := cfg.Compaction
 	groups := append(coretools.Groups(fs, ex), approval.Group(), skills.Group(cat),
-		compact.Group(dataDir, &compact.ViewOptions{FullOutputDir: outputs}))
+		compact.Group(dataDir, &compact.ViewOptions{FullOutputDir: outputs, MaxChars: cc.ViewMaxChars,
+			MaxTokens: cc.ViewMaxTokens, MaxJSONBytes: cc.ViewMaxJSONBytes}))
 	metas := append(append([]registry.Meta(nil), coretools.Metas...), approval.Meta, skills.Meta, compact.Meta)
 	return registry.New(groups, metas, nil)
+}
+
+// outputsDir is where execute keeps full output under dataDir ("" when
+// there is no data folder).
+func outputsDir(dataDir string) string {
+	if dataDir == "" {
+		return ""
+	}
+	return filepath.Join(dataDir, "outputs")
 }
 
 // newTaskID mints the id of one run (task) for the call records.
