@@ -48,7 +48,8 @@ func newModel(s modelSpec, logger *slog.Logger) (provider.Model, error) {
 		if s.route.Model == "" {
 			return nil, errors.New("--model is required with --provider openai (e.g. gpt-5)")
 		}
-		return openaimodel.New(openaimodel.Options{APIKey: s.apiKey, BaseURL: s.route.BaseURL, Model: s.route.Model}), nil
+		return openaimodel.New(openaimodel.Options{APIKey: s.apiKey, BaseURL: s.route.BaseURL, Model: s.route.Model,
+			Logger: logger}), nil
 	case "openai-chat":
 		if s.route.Model == "" {
 			return nil, errors.New("--model is required with --provider openai-chat (the name the endpoint serves)")
