@@ -168,6 +168,20 @@ func (g *Gateway) unlisted(next mcp.MethodHandler) mcp.MethodHandler {
 // Server is the MCP server to run over a transport.
 func (g *Gateway) Server() *mcp.Server { return g.srv }
 
+// Tools returns the tools on the server's list now, in the run's order
+// (core and direct tools, tool_search when anything is deferred, then the
+// activated deferred tools), with call_tool last when tool_search is
+// there: what a host's tools/list answer holds.
+func (g *Gateway) Tools() []*tool.Tool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := g.run.Active()
+	if g.listed[CallToolName] {
+		out = append(out, g.proxy)
+	}
+	return out
+}
+
 // Set is the tool set the gateway currently serves.
 func (g *Gateway) Set() *capability.Set {
 	g.mu.Lock()
