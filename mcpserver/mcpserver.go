@@ -89,7 +89,10 @@ func New(set *capability.Set, opts *Options) *mcp.Server {
 // the server's list, and the SDK sends notifications/tools/list_changed.
 // For hosts that never refresh their list, call_tool calls any active tool
 // by name. A call to a tool that is not active is never executed: it is a
-// Discovery-stage error telling the model to use tool_search.
+// Discovery-stage error telling the model to use tool_search, or, for a
+// tool an upstream refresh took away, saying so: "tool X is no longer
+// offered by MCP server S (removed at refresh)" or "MCP server S is
+// disconnected: <reason>" (Options.ServerStatus).
 type Gateway struct {
 	srv  *mcp.Server
 	opts Options
