@@ -160,10 +160,10 @@ type Limits struct {
 	ReadMaxLines       int      `json:"readMaxLines,omitempty"`       // lines per read_file call; default 2,000
 	ReadMaxLineChars   int      `json:"readMaxLineChars,omitempty"`   // characters per line; default 2,000
 	ReadMaxBytes       int64    `json:"readMaxBytes,omitempty"`       // bytes of text per read_file call; default 262,144
-	ReadMaxImageBytes  int64    `json:"readMaxImageBytes,omitempty"`  // bytes of one image; default 5,242,880
+	ReadMaxImageBytes  int64    `json:"readMaxImageBytes,omitempty"`  // raw bytes of one image; default 3,932,160 (3.75 MiB: its base64 fits 5 MiB)
 	SearchMaxResults   int      `json:"searchMaxResults,omitempty"`   // files (glob) or matches (grep); default 100
 	SearchMaxLineChars int      `json:"searchMaxLineChars,omitempty"` // characters kept around a match; default 400
-	SearchTimeout      Duration `json:"searchTimeout,omitempty"`      // a walk's deadline; default 20 s
+	SearchTimeout      Duration `json:"searchTimeout,omitempty"`      // one ls, glob or grep walk's deadline; default 10 s
 	ExecDefaultTimeout Duration `json:"execDefaultTimeout,omitempty"` // execute timeout without timeout_ms; default 2 min
 	ExecMaxTimeout     Duration `json:"execMaxTimeout,omitempty"`     // largest timeout_ms honoured; default 10 min
 	ExecGrace          Duration `json:"execGrace,omitempty"`          // hard deadline = timeout + grace; default 30 s

@@ -474,6 +474,48 @@ func TestDispatchRefusesInactiveTools(t *testing.T) {
 	}
 }
 
+// A name the run does not hold but a host knows as departed (SetDeparted)
+// gets a Discovery-stage error naming the server: removed at a refresh,
+// or the server not connected; nothing is executed. Other unknown names
+// keep the plain answer.
+func TestDispatchExplainsDepartedTools(t *testing.T) {
+	f := newFixture(t)
+	r := f.cat.NewRun()
+	r.SetDeparted(func(name string) (discovery.Departure, bool) {
+		switch name {
+		case "github__old_tool":
+			return discovery.Departure{Server: "github"}, true
+		case "memory__read_graph":
+			return discovery.Departure{Server: "memory", Down: "failed: exited with status 1"}, true
+		}
+		return discovery.Departure{}, false
+	})
+	ctx := context.Background()
+	next := func(context.Context, *tool.Call) *tool.Result {
+		t.Fatal("a departed tool was executed")
+		return nil
+	}
+	for name, want := range map[string][]string{
+		"github__old_tool":   {`tool "github__old_tool" is no longer offered by MCP server github (removed at refresh)`, "call tool_search again"},
+		"memory__read_graph": {"MCP server memory is failed: exited with status 1", "check MCP server memory"},
+		"nobody__x":          {`no tool named "nobody__x" exists in this run`},
+	} {
+		res := r.Dispatch(ctx, call(name, `{}`), next)
+		if !res.IsError || res.Stage != tool.Discovery {
+			t.Errorf("%s: %+v", name, res)
+		}
+		for _, w := range want {
+			if !strings.Contains(res.AllText(), w) {
+				t.Errorf("%s: %q lacks %q", name, res.AllText(), w)
+			}
+		}
+	}
+	res := r.Dispatch(ctx, call("tool_search", `{"query":"select:github__old_tool"}`), next)
+	if res.IsError || !strings.Contains(res.AllText(), "no longer offered by MCP server github") {
+		t.Errorf("select: of a departed tool: %s", res.AllText())
+	}
+}
+
 func TestOnActivateFiresForSearch(t *testing.T) {
 	f := newFixture(t)
 	r := f.cat.NewRun()

@@ -26,6 +26,65 @@ type Run struct {
 	searched   map[string]bool // activated by tool_search or Activate: for the rest of the run
 	referenced map[string]bool // deferred tools referenced by retained calls (last Retain)
 	listeners  []func(names []string)
+	departed   func(name string) (Departure, bool)
+}
+
+// Departure says why a called name that this run does not hold was (or
+// looks like) an MCP tool: the server that offered it and how that server
+// stands now. A host that refreshes the tool set while a session goes on
+// (the MCP gateway, after notifications/tools/list_changed or a
+// disconnect) supplies departures with [Run.SetDeparted], so such a call
+// gets a Discovery-stage error that names the server and says what to do,
+// instead of "no tool named … exists in this run".
+type Departure struct {
+	// Server is the MCP server that offered the tool (or whose
+	// "<server>__" namespace the name is in).
+	Server string
+	// Down, when not empty, says the server is not connected and why, as
+	// "<state>: <reason>" (e.g. "disconnected: connection closed by the
+	// server"). Empty means the server is connected and stopped offering
+	// the tool at a refresh.
+	Down string
+}
+
+// SetDeparted sets fn, which Dispatch (and tool_search's select:) asks
+// about a name that is neither active nor deferred in this run; ok false
+// means the name is simply unknown. fn is called outside the run's lock
+// and may be called concurrently. nil removes it.
+func (r *Run) SetDeparted(fn func(name string) (Departure, bool)) {
+	r.mu.Lock()
+	r.departed = fn
+	r.mu.Unlock()
+}
+
+func (r *Run) departure(name string) (Departure, bool) {
+	r.mu.Lock()
+	fn := r.departed
+	r.mu.Unlock()
+	if fn == nil || name == "" {
+		return Departure{}, false
+	}
+	d, ok := fn(name)
+	return d, ok && d.Server != ""
+}
+
+// departedError is the Discovery-stage error for a call to a departed
+// tool: "MCP server S is disconnected: <reason>" or "tool X is no longer
+// offered by MCP server S (removed at refresh)", each with what to do.
+func (r *Run) departedError(name string, d Departure) *tool.Error {
+	if d.Down != "" {
+		hint := fmt.Sprintf("check MCP server %s (its command, logs or address) or ask the user to; until it is back, do the task with other tools", d.Server)
+		if r.c.nDeferred > 0 {
+			hint += ", found with " + ToolSearchName
+		}
+		return tool.Errorf(tool.Discovery, "MCP server %s is %s; %q was not called", d.Server, d.Down, name).WithHint(hint)
+	}
+	hint := fmt.Sprintf("call %s again to find what MCP server %s offers now, or another tool for the action", ToolSearchName, d.Server)
+	if r.c.nDeferred == 0 {
+		hint = fmt.Sprintf("the tool list changed at the refresh: call one of the tools listed now (MCP server %s's current tools included)", d.Server)
+	}
+	return tool.Errorf(tool.Discovery, "tool %q is no longer offered by MCP server %s (removed at refresh), so the call was not executed", name, d.Server).
+		WithHint(hint)
 }
 
 // NewRun starts the discovery state of one run: core and direct tools
@@ -213,7 +272,11 @@ func (r *Run) notify(names []string) {
 // run's own search tool. A call to any other active tool goes to next. A
 // call to a tool that is not active is never executed: the result is a
 // Discovery-stage error that tells the model to load a deferred tool with
-// tool_search first, or that no tool of that name exists in this run.
+// tool_search first; for a departed MCP tool (see [Run.SetDeparted]) that
+// its server is not connected ("MCP server S is disconnected: <reason>")
+// or that the server stopped offering it ("tool X is no longer offered by
+// MCP server S (removed at refresh)"); else that no tool of that name
+// exists in this run.
 func (r *Run) Dispatch(ctx context.Context, call *tool.Call, next func(context.Context, *tool.Call) *tool.Result) *tool.Result {
 	if call == nil {
 		call = &tool.Call{}
@@ -229,6 +292,9 @@ func (r *Run) Dispatch(ctx context.Context, call *tool.Call, next func(context.C
 		return tool.ErrorResult(tool.Errorf(tool.Discovery,
 			"tool %q exists but is not loaded in this run, so the call was not executed", name).
 			WithHint(fmt.Sprintf(`call %s with {"query": "select:%s"} to load its schema, then call it again with arguments that match that schema`, ToolSearchName, name)), name)
+	}
+	if d, ok := r.departure(name); ok {
+		return tool.ErrorResult(r.departedError(name, d), name)
 	}
 	hint := "call one of the tools listed for this run"
 	if r.c.nDeferred > 0 {
@@ -281,6 +347,10 @@ func (r *Run) handleSearch(_ context.Context, call *tool.Call) (*tool.Result, er
 			case r.IsActive(n):
 				notes = append(notes, fmt.Sprintf("%s is already loaded; call it directly.", n))
 			default:
+				if d, ok := r.departure(n); ok {
+					notes = append(notes, r.departedError(n, d).Msg+".")
+					continue
+				}
 				notes = append(notes, fmt.Sprintf("No tool is named %q.", n))
 			}
 		}

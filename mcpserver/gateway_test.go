@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -99,6 +101,9 @@ func TestGatewayUpdateAfterUpstreamChange(t *testing.T) {
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "big__t03", Arguments: map[string]any{}})
 	if err != nil || !res.IsError || res.Meta[mcpserver.MetaStage] != "discovery" {
 		t.Errorf("a tool that is gone: %v %+v", err, res)
+	} else if got := resultText(res); !strings.Contains(got, `tool "big__t03" is no longer offered by MCP server big (removed at refresh)`) ||
+		!strings.Contains(got, "call one of the tools listed now") {
+		t.Errorf("a tool that is gone: %s", got)
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for changed.Load() == before && time.Now().Before(deadline) {
@@ -106,5 +111,140 @@ func TestGatewayUpdateAfterUpstreamChange(t *testing.T) {
 	}
 	if changed.Load() == before {
 		t.Error("no notifications/tools/list_changed after the upstream change")
+	}
+}
+
+func resultText(res *mcp.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
+
+// After a refresh, a call to a tool that left says why, at the Discovery
+// stage, whether the host calls it by name or through call_tool: "tool X
+// is no longer offered by MCP server S (removed at refresh)" with
+// tool_search as the next step, or "MCP server S is disconnected:
+// <reason>" with checking the server as the next step.
+func TestGatewayExplainsDepartedTools(t *testing.T) {
+	reg := registry.New(nil, nil, nil)
+	type upstream struct {
+		tools []string
+		down  string // "" connected, else "<state>: <reason>"
+	}
+	var mu sync.Mutex
+	state := map[string]upstream{}
+	resolve := func() *capability.Set {
+		mu.Lock()
+		defer mu.Unlock()
+		var spec capability.RunSpec
+		for _, name := range []string{"big", "mem"} {
+			u := state[name]
+			m := capability.MCPServer{Name: name, Connected: u.down == ""}
+			if m.Connected {
+				m.Tools = mcpTools(name, u.tools...)
+			} else {
+				m.Error = u.down
+			}
+			spec.MCP = append(spec.MCP, m)
+		}
+		set, _, err := capability.Resolve(reg, spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return set
+	}
+	var twelve []string
+	for i := range 12 {
+		twelve = append(twelve, fmt.Sprintf("t%02d", i))
+	}
+	state["big"] = upstream{tools: twelve} // 12 > 10: deferred, so tool_search is there
+	state["mem"] = upstream{tools: []string{"read", "write"}}
+	gw := mcpserver.NewGateway(resolve(), &mcpserver.Options{ServerStatus: func(server string) (bool, string) {
+		mu.Lock()
+		defer mu.Unlock()
+		d := state[server].down
+		return d == "", d
+	}})
+	st, ct := mcp.NewInMemoryTransports()
+	ctx := context.Background()
+	if _, err := gw.Server().Connect(ctx, st, nil); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "host"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "tool_search", Arguments: map[string]any{"query": "select:big__t05"}}); err != nil || res.IsError {
+		t.Fatal(err, res)
+	}
+	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "mem__read", Arguments: map[string]any{}}); err != nil || res.IsError {
+		t.Fatal(err, res)
+	}
+
+	// big drops t05 (it still offers 11 tools); mem disconnects.
+	mu.Lock()
+	state["big"] = upstream{tools: slices.DeleteFunc(slices.Clone(twelve), func(s string) bool { return s == "t05" })}
+	state["mem"] = upstream{down: "disconnected: connection closed by the server"}
+	mu.Unlock()
+	gw.Update(resolve())
+
+	call := func(name string, viaProxy bool) string {
+		t.Helper()
+		p := &mcp.CallToolParams{Name: name, Arguments: map[string]any{}}
+		if viaProxy {
+			p = &mcp.CallToolParams{Name: "call_tool", Arguments: map[string]any{"name": name, "arguments": map[string]any{}}}
+		}
+		res, err := cs.CallTool(ctx, p)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if !res.IsError || res.Meta[mcpserver.MetaStage] != "discovery" {
+			t.Errorf("%s (proxy %v): want a Discovery-stage error, got %+v", name, viaProxy, res)
+		}
+		return resultText(res)
+	}
+	for _, proxy := range []bool{false, true} {
+		got := call("big__t05", proxy)
+		for _, want := range []string{`tool "big__t05" is no longer offered by MCP server big (removed at refresh)`,
+			"call tool_search again to find what MCP server big offers now"} {
+			if !strings.Contains(got, want) {
+				t.Errorf("removed tool (proxy %v): %q lacks %q", proxy, got, want)
+			}
+		}
+		for _, name := range []string{"mem__read", "mem__write", "mem__never_existed"} {
+			got := call(name, proxy)
+			for _, want := range []string{"MCP server mem is disconnected: connection closed by the server",
+				"check MCP server mem"} {
+				if !strings.Contains(got, want) {
+					t.Errorf("%s of a disconnected server (proxy %v): %q lacks %q", name, proxy, got, want)
+				}
+			}
+		}
+	}
+	// A name nobody ever offered keeps the plain answer.
+	if got := call("nobody__x", false); !strings.Contains(got, `no tool named "nobody__x" exists in this run`) {
+		t.Errorf("unknown name: %s", got)
+	}
+	// tool_search's select: says the same about a departed name.
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "tool_search", Arguments: map[string]any{"query": "select:big__t05,mem__read"}})
+	if err != nil || res.IsError {
+		t.Fatal(err, res)
+	}
+	if got := resultText(res); !strings.Contains(got, "no longer offered by MCP server big") || !strings.Contains(got, "MCP server mem is disconnected") {
+		t.Errorf("select: of departed names: %s", got)
+	}
+
+	// mem comes back with its tools: they are callable again.
+	mu.Lock()
+	state["mem"] = upstream{tools: []string{"read", "write"}}
+	mu.Unlock()
+	gw.Update(resolve())
+	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "mem__read", Arguments: map[string]any{}}); err != nil || res.IsError {
+		t.Errorf("mem__read after reconnection: %v %+v", err, res)
 	}
 }

@@ -50,6 +50,18 @@ type Options struct {
 	// Authorization stage. ElicitConfirmer asks through the MCP host.
 	Policy    *approval.Policy
 	Confirmer approval.Confirmer
+	// ServerStatus, when set, says how an upstream MCP server stands now:
+	// connected, or not and why as "<state>: <reason>" ("disconnected:
+	// connection closed by the server"). The gateway asks it about a call
+	// to a tool it served earlier that a refresh took away (or to a name in
+	// such a server's "<server>__" namespace): a server that is not
+	// connected gives the Discovery-stage error "MCP server S is
+	// disconnected: <reason>", a connected one "tool X is no longer offered
+	// by MCP server S (removed at refresh)". Without it, a gone tool whose
+	// server still has tools in the set is reported as removed, and one
+	// whose server has none as "MCP server S is not connected or offers no
+	// tools now".
+	ServerStatus func(server string) (connected bool, why string)
 	// Wrap, when set, is middleware around every call (the call records:
 	// result.Recorder.Call fits with a task id bound): it receives the call
 	// and the gateway's own dispatch as next.
@@ -77,7 +89,10 @@ func New(set *capability.Set, opts *Options) *mcp.Server {
 // the server's list, and the SDK sends notifications/tools/list_changed.
 // For hosts that never refresh their list, call_tool calls any active tool
 // by name. A call to a tool that is not active is never executed: it is a
-// Discovery-stage error telling the model to use tool_search.
+// Discovery-stage error telling the model to use tool_search, or, for a
+// tool an upstream refresh took away, saying so: "tool X is no longer
+// offered by MCP server S (removed at refresh)" or "MCP server S is
+// disconnected: <reason>" (Options.ServerStatus).
 type Gateway struct {
 	srv  *mcp.Server
 	opts Options
@@ -85,9 +100,11 @@ type Gateway struct {
 	mu        sync.Mutex
 	set       *capability.Set
 	run       *discovery.Run
-	listed    map[string]bool // tool names on the server's list
-	activated []string        // names tool_search activated, kept across Update
-	proxy     *tool.Tool      // call_tool, defined once
+	listed    map[string]bool   // tool names on the server's list
+	activated []string          // names tool_search activated, kept across Update
+	proxy     *tool.Tool        // call_tool, defined once
+	served    map[string]string // every MCP tool of any set so far -> its server
+	prefixes  map[string]string // "<namespace>__" of those tools -> server
 }
 
 // CallToolName is the gateway's proxy tool for hosts that never refresh
@@ -118,7 +135,7 @@ func NewGateway(set *capability.Set, opts *Options) *Gateway {
 	if o.ProgressInterval == 0 {
 		o.ProgressInterval = 250 * time.Millisecond
 	}
-	g := &Gateway{opts: o, listed: map[string]bool{}}
+	g := &Gateway{opts: o, listed: map[string]bool{}, served: map[string]string{}, prefixes: map[string]string{}}
 	g.proxy = g.callTool()
 	g.srv = mcp.NewServer(&mcp.Implementation{Name: o.Name, Version: o.Version},
 		&mcp.ServerOptions{Instructions: o.Instructions, Logger: o.Logger,
@@ -154,6 +171,20 @@ func (g *Gateway) unlisted(next mcp.MethodHandler) mcp.MethodHandler {
 // Server is the MCP server to run over a transport.
 func (g *Gateway) Server() *mcp.Server { return g.srv }
 
+// Tools returns the tools on the server's list now, in the run's order
+// (core and direct tools, tool_search when anything is deferred, then the
+// activated deferred tools), with call_tool last when tool_search is
+// there: what a host's tools/list answer holds.
+func (g *Gateway) Tools() []*tool.Tool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := g.run.Active()
+	if g.listed[CallToolName] {
+		out = append(out, g.proxy)
+	}
+	return out
+}
+
 // Set is the tool set the gateway currently serves.
 func (g *Gateway) Set() *capability.Set {
 	g.mu.Lock()
@@ -171,17 +202,68 @@ func (g *Gateway) Run() *discovery.Run {
 // Update replaces the tool set (after an MCP server's tools changed): the
 // gates are re-evaluated over the new set, tools activated so far stay
 // active when they still exist, and the server's list is brought in line
-// (tools added or removed, with one list_changed notification each).
+// (tools added or removed, with one list_changed notification each). A
+// later call to a tool that left is a Discovery-stage error naming its
+// server (see Options.ServerStatus).
 func (g *Gateway) Update(set *capability.Set) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.set = set
+	for _, t := range set.Tools() {
+		if srv, ok := set.Server(t.Name()); ok {
+			g.served[t.Name()] = srv
+			if ns, _, found := strings.Cut(t.Name(), "__"); found {
+				g.prefixes[ns+"__"] = srv
+			}
+		}
+	}
 	cat := discovery.NewCatalogWith(discovery.EntriesOf(set), g.opts.Discovery)
 	run := cat.NewRun()
 	run.Activate(g.activated...)
 	run.OnActivate(func(names []string) { g.onActivate(run, names) })
+	run.SetDeparted(g.departed)
 	g.run = run
 	g.syncLocked()
+}
+
+// departed explains a called name the current set does not hold: a tool
+// served earlier, or a name in the namespace of a server that is not
+// connected now.
+func (g *Gateway) departed(name string) (discovery.Departure, bool) {
+	g.mu.Lock()
+	srv, served := g.served[name]
+	if !served {
+		if ns, _, found := strings.Cut(name, "__"); found {
+			srv = g.prefixes[ns+"__"]
+		}
+	}
+	set := g.set
+	status := g.opts.ServerStatus
+	g.mu.Unlock()
+	if srv == "" {
+		return discovery.Departure{}, false
+	}
+	if status != nil {
+		connected, why := status(srv)
+		switch {
+		case !connected && why == "":
+			return discovery.Departure{Server: srv, Down: "not connected"}, true
+		case !connected:
+			return discovery.Departure{Server: srv, Down: why}, true
+		case served:
+			return discovery.Departure{Server: srv}, true
+		}
+		return discovery.Departure{}, false
+	}
+	if !served {
+		return discovery.Departure{}, false
+	}
+	for _, t := range set.Tools() {
+		if s, ok := set.Server(t.Name()); ok && s == srv {
+			return discovery.Departure{Server: srv}, true
+		}
+	}
+	return discovery.Departure{Server: srv, Down: "not connected or offers no tools now"}, true
 }
 
 func (g *Gateway) onActivate(run *discovery.Run, names []string) {

@@ -12,7 +12,10 @@
 // progressively into the active tool set"): "Skills initially expose only a
 // name and purpose; the agent reads complete instructions and references
 // through view_skill after selecting one". So [Catalog.Summary] is what the
-// system prompt carries (one line per skill), and [ViewSkill] returns the
+// system prompt carries (one line per skill); view_skill's own description
+// names the skills too, bounded by [ViewOptions] (30 skills, 4,000
+// characters, then "and N more"), for MCP hosts that never pass server
+// instructions to their model; and [ViewSkill] returns the
 // full instructions and the list of reference files, then any reference
 // file's text in bounded windows of lines.
 //

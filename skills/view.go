@@ -83,12 +83,40 @@ type viewInput struct {
 // that leaves the skill folder (absolute, "..", or through a symbolic link)
 // is an Authorization-stage error and nothing is read; an offset past the
 // end is a Parameters-stage error; a read failure is Execution.
-func ViewSkill(c *Catalog) *tool.Tool {
+//
+// The tool's description lists the skills by name and one-line purpose
+// (see [ViewOptions]), so a host that does not pass the server's or
+// group's instructions to its model still learns which skills exist.
+func ViewSkill(c *Catalog) *tool.Tool { return ViewSkillWith(c, nil) }
+
+// ViewOptions bound the skills list in view_skill's description. A zero
+// field (or a nil *ViewOptions) takes its default.
+type ViewOptions struct {
+	// ListSkills is the most skills named in the description; the rest are
+	// counted ("and 12 more"). Default [DefaultListSkills].
+	ListSkills int
+	// ListChars is the most characters (runes) of the list, the closing
+	// "and N more" line included; a skill whose line would pass it is
+	// counted instead of listed. Default [DefaultListChars].
+	ListChars int
+}
+
+// Defaults of [ViewOptions], and the most characters of one skill's
+// purpose in the list (its description's first sentence, cut with "…").
+const (
+	DefaultListSkills = 30
+	DefaultListChars  = 4000
+	purposeChars      = 120
+)
+
+// ViewSkillWith is [ViewSkill] with the description's skills list bounded
+// by opts (nil means the defaults).
+func ViewSkillWith(c *Catalog, opts *ViewOptions) *tool.Tool {
 	return tool.MustDefine(tool.Spec{
 		Name: "view_skill",
 		Description: "Read a skill before following it. Returns the skill's full instructions and the list of its " +
-			"reference files; with \"file\", returns one reference file's text (use offset/limit for long files). " +
-			"The available skills are listed by name and purpose in the system prompt.",
+			"reference files; with \"file\", returns one reference file's text (use offset/limit for long files).\n" +
+			skillList(c, opts),
 		InputSchema: json.RawMessage(viewSchema),
 		Annotations: &tool.Annotations{Title: "View a skill", ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: new(false)},
 		Handler: func(ctx context.Context, call *tool.Call) (*tool.Result, error) {
@@ -112,6 +140,65 @@ func ViewSkill(c *Catalog) *tool.Tool {
 			return viewFile(ctx, s, in)
 		},
 	})
+}
+
+// skillList is the part of view_skill's description that names the
+// skills: "Skills available (name: purpose):" then one "- name: purpose"
+// line per skill in load order, at most opts.ListSkills lines and
+// opts.ListChars characters (the header not counted, the closing
+// "- and N more …" line included when skills are left out).
+func skillList(c *Catalog, opts *ViewOptions) string {
+	var o ViewOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.ListSkills <= 0 {
+		o.ListSkills = DefaultListSkills
+	}
+	if o.ListChars <= 0 {
+		o.ListChars = DefaultListChars
+	}
+	all := c.Skills()
+	if len(all) == 0 {
+		return "No skills are loaded."
+	}
+	more := func(n int) string {
+		return fmt.Sprintf("- and %d more (not listed here; view_skill with a name it does not know answers with every name)", n)
+	}
+	tail := utf8.RuneCountInString(more(len(all))) // the longest closing line
+	var b strings.Builder
+	b.WriteString("Skills available (name: purpose):")
+	used := 0 // runes of the list so far, newlines included
+	for i, s := range all {
+		line := "\n- " + s.Name + ": " + purpose(s.Description, purposeChars)
+		n := utf8.RuneCountInString(line)
+		budget := o.ListChars
+		if i < len(all)-1 {
+			budget -= tail + 1 // room to say what is left out
+		}
+		if i == o.ListSkills || used+n > budget {
+			b.WriteString("\n" + more(len(all)-i))
+			break
+		}
+		b.WriteString(line)
+		used += n
+	}
+	return b.String()
+}
+
+// purpose is a skill description on one line (whitespace collapsed), cut
+// to at most n characters at a word boundary with "…".
+func purpose(desc string, n int) string {
+	d := strings.Join(strings.Fields(desc), " ")
+	r := []rune(d)
+	if len(r) <= n {
+		return d
+	}
+	cut := string(r[:n-1])
+	if i := strings.LastIndexByte(cut, ' '); i > n/2 {
+		cut = cut[:i]
+	}
+	return strings.TrimRight(cut, " ,;:.") + "…"
 }
 
 func unknownSkill(c *Catalog, name string) error {
@@ -415,13 +502,17 @@ func (c *ctxReader) Read(p []byte) (int, error) {
 // It requires the run prerequisite [Prerequisite]; a host adds it when
 // c.Len() > 0, so an empty catalogue is excluded with its reason rather
 // than exposing a tool with nothing to view.
-func Group(c *Catalog) registry.Group {
+func Group(c *Catalog) registry.Group { return GroupWith(c, nil) }
+
+// GroupWith is [Group] with view_skill's description list bounded by opts
+// (nil means the defaults).
+func GroupWith(c *Catalog, opts *ViewOptions) registry.Group {
 	return registry.Group{
 		Key:      GroupKey,
 		Names:    []string{"view_skill"},
 		Requires: registry.Requirements{Prerequisites: []string{Prerequisite}},
 		Build: func(registry.Env) ([]*tool.Tool, error) {
-			return []*tool.Tool{ViewSkill(c)}, nil
+			return []*tool.Tool{ViewSkillWith(c, opts)}, nil
 		},
 		Instructions: "Skills available (use view_skill to read one before following it):\n" + c.Summary(),
 	}

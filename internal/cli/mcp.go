@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/aibuddy/aibuddy/approval"
+	"github.com/aibuddy/aibuddy/mcpclient"
 	"github.com/aibuddy/aibuddy/mcpserver"
 	"github.com/aibuddy/aibuddy/tool"
 )
@@ -58,7 +59,7 @@ fresh run (tool state) per MCP session.`,
 			// High-impact actions are put to the user through the host
 			// (elicitation), or refused when it cannot ask.
 			opts := &mcpserver.Options{Version: Version, Logger: r.logger, Discovery: r.discovery,
-				Policy: Policy(r.cfg), Confirmer: mcpserver.ElicitConfirmer{}}
+				Policy: Policy(r.cfg), Confirmer: mcpserver.ElicitConfirmer{}, ServerStatus: r.serverStatus}
 			gw := &gateways{r: r, opts: opts, life: ctx}
 			// On SIGTERM/SIGINT (ctx done) every call in flight is
 			// cancelled (execute stops its process group) and waited for,
@@ -218,6 +219,29 @@ func sameSite(origin, host string) bool {
 	}
 	ip := net.ParseIP(h)
 	return ip != nil && ip.IsLoopback()
+}
+
+// serverStatus is mcpserver.Options.ServerStatus over the run's MCP
+// client: connected, or the state and error ("disconnected: connection
+// closed by the server").
+func (r *run) serverStatus(server string) (connected bool, why string) {
+	if r.mcp == nil {
+		return true, ""
+	}
+	for _, st := range r.mcp.Servers() {
+		if st.Name != server {
+			continue
+		}
+		if st.State == mcpclient.StateConnected {
+			return true, ""
+		}
+		why = string(st.State)
+		if st.Error != "" {
+			why += ": " + st.Error
+		}
+		return false, why
+	}
+	return true, ""
 }
 
 func hasSession(gw *mcpserver.Gateway) bool {

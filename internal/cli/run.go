@@ -55,7 +55,7 @@ func newModel(s modelSpec, logger *slog.Logger) (provider.Model, error) {
 			return nil, errors.New("--model is required with --provider openai (e.g. gpt-5.4)")
 		}
 		return openaimodel.New(openaimodel.Options{APIKey: s.apiKey, BaseURL: s.route.BaseURL, Model: s.route.Model,
-			Strategy: strategy}), nil
+			Logger: logger, Strategy: strategy}), nil
 	case "openai-chat":
 		if s.route.Model == "" {
 			return nil, errors.New("--model is required with --provider openai-chat (the name the endpoint serves)")

@@ -1,17 +1,23 @@
 package cli_test
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/aibuddy/aibuddy/config"
 	"github.com/aibuddy/aibuddy/internal/cli"
+	"github.com/aibuddy/aibuddy/registry"
+	"github.com/aibuddy/aibuddy/skills"
+	"github.com/aibuddy/aibuddy/tool"
 )
 
 // chatSSE builds a chat completions stream the way the API sends it
@@ -100,5 +106,81 @@ func TestRunEndToEndOverChatCompletions(t *testing.T) {
 	code, out, _ = runCLI(t, cli.Options{}, "calls", "list", "--json", "--data-dir", data)
 	if code != 0 || !strings.Contains(out, `"calls": 1`) || !strings.Contains(out, `"failuresByStage": {}`) {
 		t.Errorf("calls list: %d %s", code, out)
+	}
+}
+
+// responsesSSE is one Responses API stream answering with text only
+// (event names and shapes from the API reference's streaming examples).
+func responsesSSE(text string) string {
+	resp := func(status, output string) string {
+		return `{"id":"resp_1","object":"response","created_at":1741290958,"status":"` + status + `","error":null,"incomplete_details":null,"instructions":null,"model":"gpt-5","output":[` + output + `],"parallel_tool_calls":true,"tool_choice":"auto","tools":[],"usage":{"input_tokens":120,"input_tokens_details":{"cached_tokens":0},"output_tokens":30,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":150}}`
+	}
+	item := `{"id":"msg_1","type":"message","status":"completed","role":"assistant","content":[{"type":"output_text","text":` + strconv.Quote(text) + `,"annotations":[]}]}`
+	events := []string{
+		`{"type":"response.created","sequence_number":0,"response":` + resp("in_progress", "") + `}`,
+		`{"type":"response.output_item.added","sequence_number":1,"output_index":0,"item":{"id":"msg_1","type":"message","status":"in_progress","role":"assistant","content":[]}}`,
+		`{"type":"response.output_text.delta","sequence_number":2,"item_id":"msg_1","output_index":0,"content_index":0,"delta":` + strconv.Quote(text) + `}`,
+		`{"type":"response.output_item.done","sequence_number":3,"output_index":0,"item":` + item + `}`,
+		`{"type":"response.completed","sequence_number":4,"response":` + resp("completed", item) + `}`,
+	}
+	var b strings.Builder
+	for _, e := range events {
+		var head struct{ Type string }
+		_ = json.Unmarshal([]byte(e), &head)
+		b.WriteString("event: " + head.Type + "\ndata: " + e + "\n\n")
+	}
+	return b.String()
+}
+
+// TestRunOpenAILogsSchemaLoss: `aibuddy run --provider openai` hands its
+// logger to the model, so a tool schema projected with loss (case BH-031:
+// a root-level allOf with if/then) is a warning on stderr naming the tool
+// ("<server>__<tool>"), not discarded.
+func TestRunOpenAILogsSchemaLoss(t *testing.T) {
+	const resizeSchema = `{"type":"object","properties":{"mode":{"type":"string","enum":["quick","full"]},"size":{"type":"integer"}},
+	 "required":["mode"],"allOf":[{"if":{"properties":{"mode":{"const":"quick"}}},"then":{"properties":{"size":{"maximum":64}}}}]}`
+	resize := tool.MustDefine(tool.Spec{Name: "shapes__resize", Description: "Resize a shape.", InputSchema: json.RawMessage(resizeSchema),
+		Handler: func(context.Context, *tool.Call) (*tool.Result, error) { return tool.Text("resized"), nil }})
+	reg := func(*config.Config, string, *skills.Catalog) *registry.Registry {
+		return registry.New([]registry.Group{{Key: "shapes", Names: []string{"shapes__resize"},
+			Build: func(registry.Env) ([]*tool.Tool, error) { return []*tool.Tool{resize}, nil }}},
+			[]registry.Meta{{Key: "shapes"}}, nil)
+	}
+	var mu sync.Mutex
+	var bodies []string
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		bodies = append(bodies, string(b))
+		mu.Unlock()
+		if r.URL.Path != "/v1/responses" {
+			http.Error(w, `{"error":{"message":"unexpected request"}}`, http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, responsesSSE("Nothing to resize."))
+	}))
+	defer ts.Close()
+	t.Setenv("OPENAI_API_KEY", "test-key")
+	ws, data := t.TempDir(), t.TempDir()
+	code, out, errs := runCLI(t, cli.Options{Registry: reg}, "run", "--provider", "openai", "--model", "gpt-5",
+		"--base-url", ts.URL+"/v1", "--workspace", ws, "--data-dir", data, "resize the square")
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, out, errs)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(bodies) != 1 || !strings.Contains(bodies[0], "shapes__resize") {
+		t.Fatalf("the request does not carry the tool: %v", bodies)
+	}
+	var warned bool
+	for _, line := range strings.Split(errs, "\n") {
+		if strings.Contains(line, "level=WARN") && strings.Contains(line, "projected with loss") &&
+			strings.Contains(line, "tool=shapes__resize") && strings.Contains(line, "if/then/else") {
+			warned = true
+		}
+	}
+	if !warned {
+		t.Errorf("no schema-loss warning naming shapes__resize on stderr:\n%s", errs)
 	}
 }

@@ -10,6 +10,8 @@ import (
 
 	"github.com/aibuddy/aibuddy/capability"
 	"github.com/aibuddy/aibuddy/discovery"
+	"github.com/aibuddy/aibuddy/mcpserver"
+	"github.com/aibuddy/aibuddy/tool"
 )
 
 func newTools(o *Options) *cobra.Command {
@@ -53,11 +55,50 @@ type serverJSON struct {
 	Error   string `json:"error,omitempty"`
 }
 
-// decisions maps each tool of the set to its exposure decision.
-func decisions(r *run) map[string]discovery.Decision {
-	out := map[string]discovery.Decision{}
+// toolRow is one line of the tools listing.
+type toolRow struct {
+	tool     *tool.Tool
+	group    string
+	server   string
+	exposure discovery.Exposure
+	gate     string
+}
+
+// planeGroup is the group shown for the tools the tool plane adds to the
+// set (tool_search, call_tool).
+const planeGroup = "discovery"
+
+// toolRows lists the set's tools with their exposure decisions, then the
+// tools the tool plane adds exactly when the MCP gateway lists them (its
+// tools/list answer for this set, before any activation): tool_search and
+// call_tool when the count gates defer any tool. They are core tools,
+// always direct. `aibuddy run` presents tool_search the same way on the
+// activeTools path; call_tool is the gateway's alone.
+func toolRows(r *run) []toolRow {
+	dec := map[string]discovery.Decision{}
+	deferred := 0
 	for _, d := range discovery.NewCatalogWith(discovery.EntriesOf(r.set), r.discovery).Decisions() {
-		out[d.Tool] = d
+		dec[d.Tool] = d
+		if d.Exposure == discovery.Deferred {
+			deferred++
+		}
+	}
+	var out []toolRow
+	for _, t := range r.set.Tools() {
+		d := dec[t.Name()]
+		srv, _ := r.set.Server(t.Name())
+		out = append(out, toolRow{tool: t, group: groupOf(r, t.Name()), server: srv, exposure: d.Exposure, gate: d.Gate})
+	}
+	gw := mcpserver.NewGateway(r.set, &mcpserver.Options{Version: Version, Discovery: r.discovery})
+	for _, t := range gw.Tools() {
+		if _, inSet := r.set.Tool(t.Name()); inSet {
+			continue
+		}
+		gate := fmt.Sprintf("core: always direct; present because %d tools are deferred", deferred)
+		if t.Name() == mcpserver.CallToolName {
+			gate += " (aibuddy mcp only)"
+		}
+		out = append(out, toolRow{tool: t, group: planeGroup, exposure: discovery.Direct, gate: gate})
 	}
 	return out
 }
@@ -92,12 +133,10 @@ func writeToolsJSON(cmd *cobra.Command, r *run) error {
 	if out.Excluded == nil {
 		out.Excluded = []capability.Exclusion{}
 	}
-	dec := decisions(r)
-	for _, t := range r.set.Tools() {
-		d := dec[t.Name()]
-		srv, _ := r.set.Server(t.Name())
-		out.Tools = append(out.Tools, toolJSON{Name: t.Name(), Group: groupOf(r, t.Name()), Server: srv,
-			Exposure: string(d.Exposure), Gate: d.Gate, Description: t.Description(), InputSchema: t.InputSchema()})
+	for _, row := range toolRows(r) {
+		t := row.tool
+		out.Tools = append(out.Tools, toolJSON{Name: t.Name(), Group: row.group, Server: row.server,
+			Exposure: string(row.exposure), Gate: row.gate, Description: t.Description(), InputSchema: t.InputSchema()})
 	}
 	enc := json.NewEncoder(cmd.OutOrStdout())
 	enc.SetIndent("", "  ")
@@ -116,13 +155,11 @@ func writeToolsText(cmd *cobra.Command, r *run) error {
 		tw.Flush()
 		fmt.Fprintln(w)
 	}
-	tools := r.set.Tools()
-	dec := decisions(r)
-	fmt.Fprintf(w, "Tools (%d):\n", len(tools))
+	rows := toolRows(r)
+	fmt.Fprintf(w, "Tools (%d):\n", len(rows))
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	for _, t := range tools {
-		d := dec[t.Name()]
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", t.Name(), groupOf(r, t.Name()), d.Exposure, d.Gate, firstLine(t.Description(), 60))
+	for _, row := range rows {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", row.tool.Name(), row.group, row.exposure, row.gate, firstLine(row.tool.Description(), 60))
 	}
 	tw.Flush()
 	if len(r.exclusions) > 0 {

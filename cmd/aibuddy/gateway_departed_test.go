@@ -1,0 +1,82 @@
+package main_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// TestGatewayExplainsDisconnectedServer: `aibuddy mcp` serves the tools of
+// an upstream MCP server (a second `aibuddy mcp`, namespace "inner"). The
+// upstream process is ended (its own execute tool sends SIGTERM to its
+// parent, the upstream aibuddy); the gateway drops its tools, and a host
+// that still calls one gets a Discovery-stage error saying the server is
+// disconnected and why, not "no tool named … exists".
+func TestGatewayExplainsDisconnectedServer(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	ws, innerWS := t.TempDir(), t.TempDir()
+	doc := map[string]any{
+		"mcpServers": map[string]any{"inner": map[string]any{"command": bin,
+			"args": []string{"mcp", "--workspace", innerWS, "--data-dir", t.TempDir()}}},
+		"mcp":      map[string]any{"initTimeout": "60s", "startupWait": "60s"},
+		"approval": map[string]any{"off": true},
+	}
+	b, _ := json.Marshal(doc)
+	cfg := filepath.Join(t.TempDir(), "aibuddy.json")
+	if err := os.WriteFile(cfg, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "mcp", "--workspace", ws, "--config", cfg, "--data-dir", t.TempDir())
+	cmd.Stderr = &testWriter{t: t, prefix: "aibuddy stderr: "}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e-departed", Version: "1"}, nil).
+		Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	listed := func() map[string]bool {
+		lt, err := cs.ListTools(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]bool{}
+		for _, tl := range lt.Tools {
+			m[tl.Name] = true
+		}
+		return m
+	}
+	if !listed()["inner__ls"] {
+		t.Fatalf("the upstream's tools are not served: %v", listed())
+	}
+	mustOK(t, "inner__ls", callTool(t, ctx, cs, "inner__ls", map[string]any{"path": "."}))
+	// The upstream's shell is a child of the upstream aibuddy: end it.
+	_ = callTool(t, ctx, cs, "inner__execute", map[string]any{"command": "kill -TERM $PPID"})
+	deadline := time.Now().Add(30 * time.Second)
+	for listed()["inner__ls"] && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if listed()["inner__ls"] {
+		t.Fatal("inner__ls still listed 30 s after the upstream ended")
+	}
+	res := callTool(t, ctx, cs, "inner__ls", map[string]any{"path": "."})
+	got := text(res)
+	if !res.IsError || res.Meta["aibuddy/stage"] != "discovery" {
+		t.Fatalf("a tool of the ended server: %+v %s", res, got)
+	}
+	for _, want := range []string{"MCP server inner is disconnected", "check MCP server inner"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("%q lacks %q", got, want)
+		}
+	}
+	if strings.Contains(got, "no tool named") {
+		t.Errorf("generic answer: %s", got)
+	}
+}
