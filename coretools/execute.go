@@ -445,6 +445,9 @@ func (e *executor) result(callID string, timeout time.Duration, o execOutcome, a
 	if res.Lingering {
 		b.WriteString("note: background processes kept the output open after the shell exited; they were stopped and output after that point is not included\n")
 	}
+	if res.Escaped > 0 {
+		fmt.Fprintf(&b, "note: %d background process(es) had left the command's process group (setsid/daemon) and were stopped; execute never leaves processes running\n", res.Escaped)
+	}
 	for s, name := range []string{"stdout", "stderr"} {
 		if st.BinaryBytes[s] > 0 {
 			fmt.Fprintf(&b, "note: %s turned binary (NUL bytes) at byte %s; %s bytes of binary data are not shown (inspect with od -c, file or xxd | head)\n",
@@ -514,6 +517,7 @@ func (e *executor) result(callID string, timeout time.Duration, o execOutcome, a
 		"omitted_lines": st.OmittedLines,
 		"stderr_chars":  st.StderrChars,
 		"lingering":     res.Lingering,
+		"escaped":       res.Escaped,
 		"timeout_ms":    timeout.Milliseconds(),
 	}
 	if abandoned {

@@ -360,4 +360,8 @@ type ExecResult struct {
 	// Lingering is true when descendants still held the output open after
 	// the shell exited and were stopped after the drain grace.
 	Lingering bool
+	// Escaped counts descendants that had left the command's process group
+	// (setsid, daemonizing) and were stopped at the end of the call; 0 where
+	// the adapter cannot find them.
+	Escaped int
 }

@@ -2,6 +2,8 @@ package localsandbox
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -36,7 +38,8 @@ const (
 //     terminal, and its own process group whose id is the shell's pid.
 //     Stdin is /dev/null, so a prompt for input fails at once.
 //   - Environment: req.Env when non-nil, else [DefaultEnv] (never the
-//     host's whole environment).
+//     host's whole environment), plus AIBUDDY_EXEC_ID=<random id> (see
+//     below).
 //   - Output: every chunk read from the command's stdout and stderr pipes
 //     is written to req.Stdout / req.Stderr as it arrives (nil discards).
 //     Writes to the two writers are serialized, never concurrent, so they
@@ -53,8 +56,12 @@ const (
 //     set.
 //   - When Exec returns, no process of the group is left running: the
 //     group is sent SIGKILL after the shell exits, so background jobs do
-//     not outlive the call. A process that left the group (its own setsid)
-//     is not tracked, and reading from its pipes stops at the drain grace.
+//     not outlive the call. On Linux, a descendant that left the group
+//     (its own setsid, a daemon) is found by the AIBUDDY_EXEC_ID=<id> entry
+//     Exec adds to the environment it inherits and is killed too
+//     (ExecResult.Escaped counts them); one that also cleared its
+//     environment is not tracked, and reading from its pipes stops at the
+//     drain grace.
 //
 // The result's ExitCode is the shell's exit status, -1 when it was ended by
 // a signal; Duration is the wall time from start to the end of reading.
@@ -207,4 +214,15 @@ func DefaultEnv(lookup func(string) (string, bool), passThrough ...string) []str
 // configured variables without knowing the adapter.
 func (s *Sandbox) ExecEnv(passThrough []string) []string {
 	return DefaultEnv(nil, passThrough...)
+}
+
+// execMarkerKey is the environment variable that marks a command's
+// descendants (value: a random id per Exec).
+const execMarkerKey = "AIBUDDY_EXEC_ID"
+
+// newExecID returns 16 random hex digits.
+func newExecID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }

@@ -6,9 +6,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"runtime"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -297,10 +301,12 @@ func TestExecDefaultEnv(t *testing.T) {
 			t.Errorf("env lacks %s:\n%s", kv, r.out)
 		}
 	}
-	// An explicit Env is used as is.
+	// An explicit Env is used as is, plus the descendant marker.
 	r = runExec(t, context.Background(), sb, sandbox.ExecRequest{Command: "env", Env: []string{"ONLY=1"}})
 	// (os/exec adds PWD for the working directory.)
-	if got := strings.Fields(r.out); len(got) != 2 || got[0] != "ONLY=1" || !strings.HasPrefix(got[1], "PWD=") {
+	got := strings.Fields(r.out)
+	sort.Strings(got)
+	if len(got) != 3 || !regexp.MustCompile(`^AIBUDDY_EXEC_ID=[0-9a-f]{16}$`).MatchString(got[0]) || got[1] != "ONLY=1" || !strings.HasPrefix(got[2], "PWD=") {
 		t.Errorf("explicit Env: got %q", r.out)
 	}
 }
@@ -525,5 +531,41 @@ func TestExecStdoutBeforeStderr(t *testing.T) {
 		if strings.Join(order, ",") != "out:hello,err:oops" {
 			t.Fatalf("run %d: order %v", i, order)
 		}
+	}
+}
+
+// A descendant that left the process group (setsid) but kept its
+// environment is stopped at the end of the call too (Linux).
+func TestExecStopsSetsidEscapees(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the sweep reads /proc")
+	}
+	if _, err := exec.LookPath("setsid"); err != nil {
+		t.Skip("setsid not found")
+	}
+	sb, ws := newExecSandbox(t, nil)
+	r := runExec(t, context.Background(), sb, sandbox.ExecRequest{
+		Command: `setsid sh -c 'echo $$ > escaped; exec sleep 300' </dev/null >/dev/null 2>&1 & while [ ! -s escaped ]; do sleep 0.01; done; echo started`})
+	if r.err != nil || r.res.ExitCode != 0 || strings.TrimSpace(r.out) != "started" {
+		t.Fatalf("result %+v %v %q", r.res, r.err, r.out)
+	}
+	b, _ := os.ReadFile(filepath.Join(ws, "escaped"))
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatalf("escaped pid %q", b)
+	}
+	if r.res.Escaped < 1 {
+		t.Errorf("Escaped = %d, want >= 1", r.res.Escaped)
+	}
+	deadline := time.Now().Add(hangBound)
+	for syscall.Kill(pid, 0) == nil {
+		// A killed child of init may be a zombie for a moment.
+		if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil && strings.Contains(string(st), ") Z ") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d, which left the group with setsid, outlived the call", pid)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

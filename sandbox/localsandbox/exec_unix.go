@@ -41,7 +41,10 @@ func (s *Sandbox) run(ctx context.Context, req sandbox.ExecRequest, spec runSpec
 
 	cmd := exec.Command(s.opts.Shell, "-c", req.Command)
 	cmd.Dir = spec.dir
-	cmd.Env = spec.env
+	// The marker lets the end of the call find descendants that left the
+	// process group (setsid) but kept the environment.
+	marker := execMarkerKey + "=" + newExecID()
+	cmd.Env = append(append(make([]string, 0, len(spec.env)+1), spec.env...), marker)
 	cmd.Stdin = nil // the null device
 	cmd.Stdout = outW
 	cmd.Stderr = errW
@@ -130,8 +133,10 @@ func (s *Sandbox) run(ctx context.Context, req sandbox.ExecRequest, spec runSpec
 			}
 		}
 	}
-	// Nothing of the group outlives the call, output holders or not.
+	// Nothing of the group outlives the call, output holders or not; nor
+	// does a descendant that left the group but kept the marker.
 	killGroup(pgid, syscall.SIGKILL)
+	res.Escaped = sweepMarked(marker)
 	if !outputDone {
 		// Take what the killed processes left in the pipes, then stop
 		// reading: a process outside the group may still hold them open.

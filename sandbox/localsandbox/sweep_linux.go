@@ -1,0 +1,47 @@
+package localsandbox
+
+import (
+	"bytes"
+	"os"
+	"strconv"
+	"syscall"
+)
+
+// sweepMarked sends SIGKILL to every process of ours whose environment
+// holds marker (the "AIBUDDY_EXEC_ID=<id>" entry Exec adds): descendants
+// that left the command's process group (setsid, daemonizing) but kept the
+// inherited environment. It reads /proc/<pid>/environ, which the kernel
+// shows only for processes of the same user; two passes catch a process
+// forked during the first. It reports how many processes it killed.
+func sweepMarked(marker string) int {
+	want := append([]byte(marker), 0)
+	self := os.Getpid()
+	killed := 0
+	for pass := 0; pass < 2; pass++ {
+		ents, err := os.ReadDir("/proc")
+		if err != nil {
+			return killed
+		}
+		n := 0
+		for _, e := range ents {
+			pid, err := strconv.Atoi(e.Name())
+			if err != nil || pid == self || pid <= 1 {
+				continue
+			}
+			env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
+			if err != nil {
+				continue
+			}
+			if bytes.HasPrefix(env, want) || bytes.Contains(env, append([]byte{0}, want...)) {
+				if syscall.Kill(pid, syscall.SIGKILL) == nil {
+					n++
+				}
+			}
+		}
+		killed += n
+		if n == 0 {
+			break
+		}
+	}
+	return killed
+}
