@@ -39,6 +39,8 @@ type Config struct {
 	// Approval says which actions need a person's approval and which
 	// paths the file tools never touch.
 	Approval Approval `json:"approval"`
+	// Agent configures `aibuddy run`'s step loop.
+	Agent Agent `json:"agent"`
 	// MCPServers is kept verbatim in the Claude Desktop format
 	// ({"name": {"command": ..., "args": [...], "env": {...}} or
 	// {"url": ..., "type": "http"|"sse", "headers": {...}}}).
@@ -78,6 +80,17 @@ type Compaction struct {
 	// GroupStrategies choose per tool group key ("filesystem", "execute",
 	// "mcp:<server>" is not a group: name MCP tools in Strategies).
 	GroupStrategies map[string]string `json:"groupStrategies,omitempty"`
+}
+
+// Agent configures the agent of `aibuddy run`. Zero means the default given.
+type Agent struct {
+	// ContextBudgetTokens bounds the input of one model request (messages,
+	// system prompt and tools), in tokens as estimated with o200k_base:
+	// above it the oldest whole exchanges are dropped, the task kept, and a
+	// note tells the model view_tool_call recovers any dropped call.
+	// Default 150,000 (a 200,000-token model with room for its answer);
+	// lower it for a smaller model.
+	ContextBudgetTokens int `json:"contextBudgetTokens,omitempty"`
 }
 
 // Approval configures human decisions (seed: "High-impact actions also
@@ -293,6 +306,7 @@ func (c *Config) validate() error {
 		"discovery.searchResults": int64(c.Discovery.SearchResults), "discovery.searchMax": int64(c.Discovery.SearchMax),
 		"mcp.initTimeout": int64(c.MCP.InitTimeout), "mcp.callTimeout": int64(c.MCP.CallTimeout), "mcp.startupWait": int64(c.MCP.StartupWait),
 		"compaction.thresholdTokens": int64(c.Compaction.ThresholdTokens), "compaction.targetTokens": int64(c.Compaction.TargetTokens),
+		"agent.contextBudgetTokens": int64(c.Agent.ContextBudgetTokens),
 	}
 	var bad []string
 	for k, v := range ints {
