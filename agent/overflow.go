@@ -46,7 +46,7 @@ func (r *run) initContext() {
 // count is compact.Count with a cache of long texts: the same results are
 // counted at every step.
 func (r *run) count(s string) int {
-	if len(s) < 256 {
+	if len(s) < 64 {
 		return compact.Count(s)
 	}
 	if n, ok := r.fit.counts[s]; ok {

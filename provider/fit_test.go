@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/aibuddy/aibuddy/agent"
+	"github.com/aibuddy/aibuddy/compact"
 	"github.com/aibuddy/aibuddy/provider"
 )
 
@@ -256,4 +257,32 @@ func TestIsOverflow(t *testing.T) {
 			t.Errorf("IsOverflow(%d, %q, %q) = %v", c.status, c.code, c.msg, got)
 		}
 	}
+}
+
+// BenchmarkFit: a 400-exchange transcript (about 1,000,000 o200k tokens)
+// cut to the agent's default budget of 150,000, counting with
+// compact.Count uncached (the agent caches long texts, so its later steps
+// cost less): the work is bounded by the budget, not the transcript.
+func BenchmarkFit(b *testing.B) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	var msgs []provider.Message
+	msgs = append(msgs, provider.Message{Role: provider.User, Blocks: []provider.Block{{Type: provider.Text, Text: "the task"}}})
+	for i := 0; i < 400; i++ {
+		id := fmt.Sprintf("call_%d", i)
+		var sb strings.Builder
+		for sb.Len() < 10_000 {
+			fmt.Fprintf(&sb, "line %d: value=%d status=ok\n", rng.IntN(100000), rng.IntN(1<<30))
+		}
+		msgs = append(msgs,
+			provider.Message{Role: provider.Assistant, Blocks: []provider.Block{{Type: provider.ToolUse, ID: id, Name: "execute", Input: json.RawMessage(`{"command":"make test"}`)}}},
+			provider.Message{Role: provider.User, Blocks: []provider.Block{{Type: provider.ToolResult, ToolUseID: id, Content: []provider.Block{{Type: provider.Text, Text: sb.String()}}}}})
+	}
+	total := provider.EstimateTokens(msgs, compact.Count)
+	for b.Loop() {
+		out, rep := provider.Fit(msgs, provider.FitOptions{Budget: 150_000, Target: 112_500, Count: compact.Count})
+		if rep.Over || len(out) >= len(msgs) {
+			b.Fatal("not cut")
+		}
+	}
+	b.ReportMetric(float64(total), "input-tokens")
 }
