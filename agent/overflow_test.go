@@ -40,15 +40,15 @@ func (m *tooLong) Stream(ctx context.Context, req *provider.Request) iter.Seq2[p
 }
 
 // longHistory is a finished earlier run: the task, then n exchanges of a
-// read_file call with a result of about 2,000 tokens each. One exchange
-// in the middle (index mid) calls the deferred tracker__close_issue.
-func longHistory(n, mid int) []provider.Message {
+// read_file call with a result of about 2,000 tokens each. The exchanges
+// named in deferred call those (deferred) tracker tools instead.
+func longHistory(n int, deferred map[int]string) []provider.Message {
 	msgs := []provider.Message{{Role: provider.User, Blocks: []provider.Block{say("go through the files")}}}
 	for i := 1; i <= n; i++ {
 		id := fmt.Sprintf("call_old_%d", i)
 		u := use(id, "read_file", fmt.Sprintf(`{"path":"f%d.txt"}`, i))
-		if i == mid {
-			u = use(id, "tracker__close_issue", `{"number":7}`)
+		if name, ok := deferred[i]; ok {
+			u = use(id, name, `{"number":7}`)
 		}
 		msgs = append(msgs,
 			provider.Message{Role: provider.Assistant, Blocks: []provider.Block{say(fmt.Sprintf("step %d", i)), u}},
@@ -63,12 +63,12 @@ func longHistory(n, mid int) []provider.Message {
 // does not fail: the same step is retried over a transcript cut at pair
 // boundaries, about half as long, that keeps the task first, says what
 // was dropped, is valid for every provider shape, and no longer presents
-// the deferred tool whose only call was dropped. The stored transcript
-// stays whole.
+// the deferred tool whose only call was dropped (while one whose call is
+// kept stays). The stored transcript stays whole.
 func TestRunRetriesAfterContextOverflow(t *testing.T) {
 	tr := &tracker{}
 	set := newSet(t, t.TempDir(), nil, tr)
-	prior := longHistory(30, 3)
+	prior := longHistory(30, map[int]string{3: "tracker__close_issue", 29: "tracker__get_issue"})
 	inner := &scripted{turns: []func(*provider.Request) []provider.Block{static(say("summarised"))}}
 	m := &tooLong{next: inner, refusals: 1}
 	a := agent.New(agent.Options{Model: m, Set: set, Policy: noConfirm(), ContextBudget: -1})
@@ -80,8 +80,8 @@ func TestRunRetriesAfterContextOverflow(t *testing.T) {
 		t.Fatalf("%d refused, %d answered requests; want 1 and 1", len(m.refused), len(inner.requests()))
 	}
 	first, second := m.refused[0], inner.requests()[0]
-	if !has(toolNames(first), "tracker__close_issue") {
-		t.Errorf("the first request lacks tracker__close_issue, whose call it holds: %v", toolNames(first))
+	if !has(toolNames(first), "tracker__close_issue") || !has(toolNames(first), "tracker__get_issue") {
+		t.Errorf("the first request lacks a deferred tool whose call it holds: %v", toolNames(first))
 	}
 	full, cut := provider.EstimateTokens(first.Messages, nil), provider.EstimateTokens(second.Messages, nil)
 	if cut > full*5/8 || cut < full/8 {
@@ -109,8 +109,8 @@ func TestRunRetriesAfterContextOverflow(t *testing.T) {
 	if !strings.Contains(allText(second.Messages), "line 30 of a long file") {
 		t.Error("the newest exchange was dropped")
 	}
-	if has(toolNames(second), "tracker__close_issue") {
-		t.Errorf("tracker__close_issue is still presented after its only call was dropped: %v", toolNames(second))
+	if has(toolNames(second), "tracker__close_issue") || !has(toolNames(second), "tracker__get_issue") {
+		t.Errorf("want tracker__get_issue (its call is kept) and not tracker__close_issue (its only call was dropped): %v", toolNames(second))
 	}
 	if got := strings.Count(allText(sum.Transcript), "of a long file\n") / 300; got != 30 {
 		t.Errorf("the stored transcript holds %d of 30 results", got)
@@ -124,7 +124,7 @@ func TestRunGivesUpAfterRepeatedOverflow(t *testing.T) {
 	set := newSet(t, t.TempDir(), nil, nil)
 	m := &tooLong{next: &scripted{}, refusals: 100}
 	a := agent.New(agent.Options{Model: m, Set: set, Policy: noConfirm()})
-	_, sum, err := drain(t, a.Continue(context.Background(), longHistory(10, 0), "again"), time.Minute, nil)
+	_, sum, err := drain(t, a.Continue(context.Background(), longHistory(10, nil), "again"), time.Minute, nil)
 	if sum.Stop != agent.StopError || err == nil || !strings.Contains(err.Error(), "prompt is too long") {
 		t.Fatalf("stop %s: %v", sum.Stop, err)
 	}
