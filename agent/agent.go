@@ -55,6 +55,24 @@ type Options struct {
 	// MaxTokens bounds one response, in output tokens; 0 is the adapter's
 	// default.
 	MaxTokens int
+	// ContextBudget bounds the input of one request, in tokens (an o200k
+	// estimate, compact.Count, of the messages, system prompt and tools):
+	// above it the oldest whole exchanges are dropped (provider.Fit; the
+	// task stays, a note says what went). A provider's own overflow
+	// refusal halves it and retries. Default [DefaultContextBudget] (a
+	// 200,000-token window with room for the answer); < 0 drops nothing
+	// until the provider refuses.
+	ContextBudget int
+	// ContextTarget is what the messages are cut down to once over
+	// ContextBudget, in tokens, so one cut serves several steps (and the
+	// provider's prompt cache). Default 3/4 of ContextBudget.
+	ContextTarget int
+	// CurrentSet, when set, is asked before every step for the run's tool
+	// set as it is now (MCP servers come and go): a set other than the
+	// last one is re-resolved into the run (count gates re-evaluated, new
+	// tools added, removed tools gone, tool_search activations kept). nil
+	// keeps Set for the whole run.
+	CurrentSet func() *capability.Set
 	// Policy says which calls need a person's confirmation; nil means
 	// approval.DefaultPolicy(). Use &approval.Policy{} to confirm nothing.
 	Policy *approval.Policy
@@ -133,7 +151,8 @@ func New(opts Options) *Agent {
 }
 
 // Catalog is the narrowing of the agent's tool set (gate decisions,
-// deferred index); nil without a Set.
+// deferred index); nil without a Set. A run with Options.CurrentSet
+// re-resolves its own catalog when the set changes.
 func (a *Agent) Catalog() *discovery.Catalog { return a.catalog }
 
 // EventKind names an Event.
@@ -248,9 +267,10 @@ func (a *Agent) Continue(ctx context.Context, prior []provider.Message, text str
 type run struct {
 	a      *Agent
 	taskID string
-	dr     *discovery.Run
 	step   int
 	sum    *Summary
+	tools  toolState    // the current set, catalog and discovery run (refresh.go)
+	fit    contextState // the context budget and the current cut (overflow.go)
 
 	mu     sync.Mutex
 	queues map[string]*queue // call id -> its live event queue
@@ -269,7 +289,8 @@ func (a *Agent) loop(ctx context.Context, prior []provider.Message, text string,
 	if a.opts.Set == nil {
 		return end(StopError, ErrNoSet)
 	}
-	r.dr = a.catalog.NewRun()
+	r.initTools()
+	r.initContext()
 	transcript := Repair(prior)
 	transcript = appendMessage(transcript, provider.Message{Role: provider.User,
 		Blocks: []provider.Block{{Type: provider.Text, Text: text}}})
@@ -286,9 +307,11 @@ func (a *Agent) loop(ctx context.Context, prior []provider.Message, text string,
 			return end(StopMaxSteps, nil)
 		}
 		r.step = step
+		r.refreshTools()
 		sent := Rebuild(r.sum.Transcript, &RebuildOptions{Compacted: a.compacted(ctx)})
-		r.dr.Retain(ToolNames(sent))
-		tools := a.present(r.dr, native)
+		sent = r.fitContext(sent, native)
+		r.retain(ToolNames(sent))
+		tools := r.present(native)
 		names := make([]string, len(tools))
 		for i, t := range tools {
 			names[i] = t.Name
@@ -309,12 +332,17 @@ func (a *Agent) loop(ctx context.Context, prior []provider.Message, text string,
 			step--
 			continue
 		}
+		if err != nil && ctx.Err() == nil && r.shrinkAfterOverflow(err) {
+			step-- // the same step again over fewer exchanges
+			continue
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return end(StopCancelled, ctx.Err())
 			}
 			return end(StopError, fmt.Errorf("agent: model call in step %d: %w", step, err))
 		}
+		r.fit.overflows = 0
 		uses := prepareUses(&msg, step)
 		if len(msg.Blocks) > 0 {
 			r.sum.Transcript = appendMessage(r.sum.Transcript, msg)
@@ -397,42 +425,20 @@ func prepareUses(msg *provider.Message, step int) []provider.Block {
 	return uses
 }
 
-// present returns the tools array of one request (seed: "Both strategies
-// consume the same defer decision; only schema presentation differs").
-func (a *Agent) present(dr *discovery.Run, native bool) []provider.Tool {
-	var out []provider.Tool
-	if !native {
-		for _, t := range dr.Active() {
-			out = append(out, provider.Tool{Name: t.Name(), Description: t.Description(), InputSchema: t.InputSchema()})
-		}
-		return out
-	}
-	for _, d := range a.catalog.Decisions() {
-		t, ok := a.opts.Set.Tool(d.Tool)
-		if !ok {
-			continue
-		}
-		out = append(out, provider.Tool{Name: t.Name(), Description: t.Description(), InputSchema: t.InputSchema(),
-			Deferred: d.Exposure == discovery.Deferred})
-	}
-	return out
-}
-
 // handler builds the run's execution chain (ARCHITECTURE.md, "One call,
 // end to end"): the result Recorder (with a Store), discovery's Dispatch
 // (Discovery stage), the Middleware, the confirm gate (Authorization),
 // the evidence check (Verification) around the tool set's Call (schema
 // check, handler, result hook).
 func (a *Agent) handler(r *run) Handler {
-	set := a.opts.Set
 	base := func(ctx context.Context, call *tool.Call) *tool.Result {
-		return a.opts.Verify(call, set.Call(ctx, call))
+		return a.opts.Verify(call, r.set().Call(ctx, call))
 	}
 	gate := &approval.Gate{
 		Policy:    a.opts.Policy,
 		Confirmer: a.opts.Confirmer,
 		Now:       a.opts.Now,
-		Lookup:    set.Lookup,
+		Lookup:    func(name string) (*tool.Tool, string, bool) { return r.set().Lookup(name) },
 		OnAsk: func(ctx context.Context, act approval.Action) {
 			r.push(act.CallID, Event{Kind: EventConfirm, Step: r.step, CallID: act.CallID, Tool: act.Tool, Action: &act})
 		},
@@ -449,7 +455,9 @@ func (a *Agent) handler(r *run) Handler {
 		h = a.opts.Middleware[i](h)
 	}
 	gated := h
-	h = func(ctx context.Context, call *tool.Call) *tool.Result { return r.dr.Dispatch(ctx, call, gated) }
+	h = func(ctx context.Context, call *tool.Call) *tool.Result {
+		return r.discovery().Dispatch(ctx, call, gated)
+	}
 	if a.opts.Store != nil {
 		rec := result.New(a.opts.Store, &result.Options{Now: a.opts.Now, Compactor: a.opts.Compactor, Logger: a.opts.Logger})
 		dispatched := h
@@ -465,7 +473,6 @@ func (a *Agent) handler(r *run) Handler {
 // then the turn's confirm decisions as text. After cancellation the calls
 // not yet started get "not run: cancelled" results (BH-051).
 func (r *run) runCalls(ctx context.Context, uses []provider.Block, h Handler, native bool, emit func(Event)) []provider.Block {
-	a := r.a
 	var results, notes []provider.Block
 	for _, u := range uses {
 		r.mu.Lock()
@@ -477,11 +484,8 @@ func (r *run) runCalls(ctx context.Context, uses []provider.Block, h Handler, na
 				WithHint("run it again if it is still needed"), u.Name)
 		} else {
 			emit(Event{Kind: EventToolCall, Step: r.step, CallID: u.ID, Tool: u.Name, Input: u.Input})
-			if native && !r.dr.IsActive(u.Name) {
-				// The provider's own tool search loaded it (native strategy).
-				if e, ok := a.catalog.Exposure(u.Name); ok && e == discovery.Deferred {
-					r.dr.Activate(u.Name)
-				}
+			if native {
+				r.activateNative(u.Name)
 			}
 			res = r.execute(ctx, u, h, emit)
 		}

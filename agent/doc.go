@@ -2,12 +2,17 @@
 // plane and the execution plane with a model (ARCHITECTURE.md, "One call,
 // end to end"; issue 7).
 //
-// Each step rebuilds the context from the run's transcript (completed
+// Each step first takes the tool set as it is now (Options.CurrentSet: MCP
+// servers whose tools changed are re-resolved, tool_search activations
+// kept), then rebuilds the context from the run's transcript (completed
 // ask_user_question and confirm exchanges as plain user-role text,
 // compacted results in their compact form with their recovery pointer,
 // every tool_use paired with exactly one tool_result: [Rebuild], [Repair],
-// [Validate]), reactivates deferred tools that retained calls reference
-// (discovery.Run.Retain), presents the tools by the model's strategy
+// [Validate]), cuts it to the context budget by dropping the oldest whole
+// exchanges (provider.Fit; a provider's "prompt is too long" refusal halves
+// the budget and retries the step), reactivates deferred tools that
+// retained calls reference (discovery.Run.Retain, over what was kept),
+// presents the tools by the model's strategy
 // (activeTools: the active set; native: every tool with Deferred marks from
 // the same catalog decision), calls the model, and runs its tool calls
 // through discovery.Run.Dispatch, the confirm gate (approval.Gate), the

@@ -42,6 +42,8 @@ type Config struct {
 	Approval Approval `json:"approval"`
 	// Provider configures the model routes of "aibuddy run".
 	Provider Provider `json:"provider"`
+	// Agent configures `aibuddy run`'s step loop.
+	Agent Agent `json:"agent"`
 	// MCPServers is kept verbatim in the Claude Desktop format
 	// ({"name": {"command": ..., "args": [...], "env": {...}} or
 	// {"url": ..., "type": "http"|"sse", "headers": {...}}}).
@@ -95,6 +97,17 @@ type Compaction struct {
 	// GroupStrategies choose per tool group key ("filesystem", "execute",
 	// "mcp:<server>" is not a group: name MCP tools in Strategies).
 	GroupStrategies map[string]string `json:"groupStrategies,omitempty"`
+}
+
+// Agent configures the agent of `aibuddy run`. Zero means the default given.
+type Agent struct {
+	// ContextBudgetTokens bounds the input of one model request (messages,
+	// system prompt and tools), in tokens as estimated with o200k_base:
+	// above it the oldest whole exchanges are dropped, the task kept, and a
+	// note tells the model view_tool_call recovers any dropped call.
+	// Default 150,000 (a 200,000-token model with room for its answer);
+	// lower it for a smaller model.
+	ContextBudgetTokens int `json:"contextBudgetTokens,omitempty"`
 }
 
 // Approval configures human decisions (seed: "High-impact actions also
@@ -344,6 +357,7 @@ func (c *Config) validate() error {
 		"compaction.thresholdTokens": int64(c.Compaction.ThresholdTokens), "compaction.targetTokens": int64(c.Compaction.TargetTokens),
 		"compaction.workers": int64(c.Compaction.Workers), "compaction.viewMaxChars": int64(c.Compaction.ViewMaxChars),
 		"compaction.viewMaxTokens": int64(c.Compaction.ViewMaxTokens), "compaction.viewMaxJSONBytes": c.Compaction.ViewMaxJSONBytes,
+		"agent.contextBudgetTokens": int64(c.Agent.ContextBudgetTokens),
 	}
 	var bad []string
 	for k, v := range ints {

@@ -53,6 +53,8 @@ func TestParseErrorsNameTheKey(t *testing.T) {
 		`{"sandbox": {"killDelay": "-1s"}, "limits": {"execMaxOutputFileBytes": -1}}`: `negative values for limits.execMaxOutputFileBytes, sandbox.killDelay`,
 		`{"sandbox": {"drainGrace": -5}}`:                                             `negative values for sandbox.drainGrace`,
 		`{"limits": {"execDefaultTimeout": "20m", "execMaxTimeout": "1m"}}`:           `exceeds limits.execMaxTimeout`,
+		`{"agent": {"contextBudgetTokens": -5}}`:                                      `negative values for agent.contextBudgetTokens`,
+		`{"agent": {"contextBudgetTokens": 60000}}`:                                   ``,
 	}
 	for doc, want := range cases {
 		_, err := config.Parse([]byte(doc))

@@ -9,11 +9,13 @@ import (
 	"maps"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 
 	"github.com/aibuddy/aibuddy/agent"
 	"github.com/aibuddy/aibuddy/approval"
+	"github.com/aibuddy/aibuddy/capability"
 	"github.com/aibuddy/aibuddy/config"
 	"github.com/aibuddy/aibuddy/provider"
 	"github.com/aibuddy/aibuddy/provider/anthropicmodel"
@@ -155,9 +157,15 @@ endpoint, "off" closes it.`,
 				// Records in the data folder (a stopped run keeps them);
 				// large results compacted in the background, recoverable
 				// with view_tool_call.
-				Store:     r.store,
-				Compactor: r.compactor,
-				Logger:    r.logger,
+				Store:         r.store,
+				Compactor:     r.compactor,
+				Logger:        r.logger,
+				ContextBudget: r.cfg.Agent.ContextBudgetTokens,
+			}
+			if r.mcp != nil {
+				current, cancel := liveSet(r)
+				defer cancel()
+				ao.CurrentSet = current
 			}
 			ag := agent.New(ao)
 			sum, err := streamRun(ctx, ag.Run(ctx, task), cmd.OutOrStdout(), errw)
@@ -181,6 +189,31 @@ endpoint, "off" closes it.`,
 	cmd.Flags().StringVar(&nativeToolSearch, "native-tool-search", "", `the provider's own tool search: auto (documented models on the official endpoint), on or off (default: the settings' provider.nativeToolSearch, else auto)`)
 	cmd.Flags().IntVar(&maxSteps, "max-steps", agent.DefaultMaxSteps, "most model calls in one run")
 	return cmd
+}
+
+// liveSet follows the MCP servers' tool changes (list_changed refreshes,
+// late connects, disconnects) for a running agent, the way `aibuddy mcp`'s
+// gateways do: each change re-resolves the set, keeping the built-in tools
+// of the previous one (their per-run state), and current returns the
+// latest set for the agent to pick up between steps. cancel stops
+// following.
+func liveSet(r *run) (current func() *capability.Set, cancel func()) {
+	var mu sync.Mutex
+	latest := r.set
+	cancel = r.mcp.Subscribe(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if err := r.resolveSetReusing(latest); err != nil {
+			r.logger.Error("resolving the tool set after an MCP server changed; keeping the previous tools", "err", err)
+			return
+		}
+		latest = r.set
+	})
+	return func() *capability.Set {
+		mu.Lock()
+		defer mu.Unlock()
+		return latest
+	}, cancel
 }
 
 // streamRun prints a run's events: model text to out, tool calls, live

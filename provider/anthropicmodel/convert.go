@@ -306,16 +306,24 @@ func (e *ImageError) Replace(msgs []provider.Message) []provider.Message {
 // imagePath finds "messages.N.content.M[.content.K]" in an API error.
 var imagePath = regexp.MustCompile(`messages\.(\d+)\.content\.(\d+)(?:\.content\.(\d+))?`)
 
-// classify turns a 400 about an image into an *ImageError; other errors
-// are returned as they are.
+// classify turns a refusal of a prompt too long for the context window
+// (400 "prompt is too long", 413 request_too_large) into a
+// *provider.OverflowError and a 400 about an image into an *ImageError;
+// other errors are returned as they are.
 func classify(err error, origins [][]origin) error {
 	var apiErr *anthropic.Error
-	if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 {
+	if !errors.As(err, &apiErr) {
 		return err
 	}
 	reason := apiErr.Message
 	if reason == "" {
 		reason = apiErr.Error()
+	}
+	if provider.IsOverflow(apiErr.StatusCode, "", reason) {
+		return &provider.OverflowError{Provider: "anthropic", Status: apiErr.StatusCode, Reason: reason, Err: err}
+	}
+	if apiErr.StatusCode != 400 {
+		return err
 	}
 	if !strings.Contains(strings.ToLower(reason), "image") {
 		return err

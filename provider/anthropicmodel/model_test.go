@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 
+	anthropic "github.com/anthropics/anthropic-sdk-go/v2"
+
 	"github.com/aibuddy/aibuddy/provider"
 	"github.com/aibuddy/aibuddy/provider/anthropicmodel"
 )
@@ -445,5 +447,24 @@ func TestStreamCutShortIsAnError(t *testing.T) {
 	_, err := collect(t, m, &provider.Request{Messages: []provider.Message{{Role: provider.User, Blocks: []provider.Block{{Type: provider.Text, Text: "hi"}}}}})
 	if !errors.Is(err, io.ErrUnexpectedEOF) {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestPromptTooLongIsOverflow: the API's 400 "prompt is too long" becomes a
+// *provider.OverflowError (the agent then drops old exchanges and retries);
+// a 429 naming tokens is a rate limit and stays as it is.
+func TestPromptTooLongIsOverflow(t *testing.T) {
+	m, _ := newModel(t, provider.ActiveTools,
+		response{400, `{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 208310 tokens > 200000 maximum"}}`},
+		response{429, `{"type":"error","error":{"type":"rate_limit_error","message":"This request would exceed the rate limit for your organization of 30,000 input tokens per minute."}}`})
+	req := &provider.Request{Messages: []provider.Message{{Role: provider.User, Blocks: []provider.Block{{Type: provider.Text, Text: "x"}}}}}
+	_, err := collect(t, m, req)
+	var ov *provider.OverflowError
+	var apiErr *anthropic.Error
+	if !errors.As(err, &ov) || ov.Status != 400 || !strings.Contains(ov.Reason, "prompt is too long") || !errors.As(err, &apiErr) {
+		t.Fatalf("error %v, want a *provider.OverflowError wrapping the *anthropic.Error", err)
+	}
+	if _, err := collect(t, m, req); err == nil || errors.Is(err, provider.ErrContextOverflow) {
+		t.Errorf("a 429 must not be an overflow: %v", err)
 	}
 }

@@ -108,9 +108,11 @@ var ErrIncomplete = errors.New("chatmodel: stream ended without a finish_reason"
 // tool call as a provider.EventToolUse once the stream ends, and one
 // provider.EventDone with the assistant message and usage.
 //
-// Errors: a request the server refuses is an *openai.Error (errors.As); a
-// stream that ends early wraps ErrIncomplete; ctx ending stops the stream
-// with ctx.Err().
+// Errors: a request the server refuses is an *openai.Error (errors.As),
+// wrapped in a *provider.OverflowError when the prompt is too long for the
+// context window (code context_length_exceeded, or a compatible server's
+// "maximum context length" message); a stream that ends early wraps
+// ErrIncomplete; ctx ending stops the stream with ctx.Err().
 func (m *Model) Stream(ctx context.Context, req *provider.Request) iter.Seq2[provider.Event, error] {
 	return func(yield func(provider.Event, error) bool) {
 		params, err := m.params(req)
@@ -136,7 +138,7 @@ func (m *Model) Stream(ctx context.Context, req *provider.Request) iter.Seq2[pro
 			if ctx.Err() != nil {
 				err = ctx.Err()
 			}
-			yield(provider.Event{}, err)
+			yield(provider.Event{}, classify(err))
 			return
 		}
 		if err := ctx.Err(); err != nil {
@@ -154,4 +156,21 @@ func (m *Model) Stream(ctx context.Context, req *provider.Request) iter.Seq2[pro
 			}
 		}
 	}
+}
+
+// classify turns a refusal of a prompt too long for the context window
+// into a *provider.OverflowError; other errors are returned as they are.
+func classify(err error) error {
+	var apiErr *openai.Error
+	if !errors.As(err, &apiErr) {
+		return err
+	}
+	reason := apiErr.Message
+	if reason == "" {
+		reason = apiErr.RawJSON()
+	}
+	if provider.IsOverflow(apiErr.StatusCode, apiErr.Code, reason) {
+		return &provider.OverflowError{Provider: "openai-chat", Status: apiErr.StatusCode, Reason: reason, Err: err}
+	}
+	return err
 }

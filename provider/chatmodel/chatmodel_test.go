@@ -337,6 +337,22 @@ func TestErrors(t *testing.T) {
 			t.Errorf("error %v", err)
 		}
 	})
+	t.Run("context overflow", func(t *testing.T) {
+		// OpenAI's wording; vLLM and others send the same code or message.
+		s := &server{t: t, status: http.StatusBadRequest, replay: []string{`{"error":{"message":"This model's maximum context length is 128000 tokens. However, your messages resulted in 130512 tokens. Please reduce the length of the messages.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}`}}
+		err := lastErr(newModel(t, s, chatmodel.Options{}))
+		var ov *provider.OverflowError
+		var apiErr *openai.Error
+		if !errors.As(err, &ov) || !errors.Is(err, provider.ErrContextOverflow) || !errors.As(err, &apiErr) || ov.Status != 400 {
+			t.Errorf("error %v, want a *provider.OverflowError wrapping the *openai.Error", err)
+		}
+	})
+	t.Run("other 400 is not an overflow", func(t *testing.T) {
+		s := &server{t: t, status: http.StatusBadRequest, replay: []string{`{"error":{"message":"tools not supported","type":"invalid_request_error","param":null,"code":null}}`}}
+		if err := lastErr(newModel(t, s, chatmodel.Options{})); errors.Is(err, provider.ErrContextOverflow) {
+			t.Errorf("error %v must not be an overflow", err)
+		}
+	})
 	t.Run("no finish_reason", func(t *testing.T) {
 		s := &server{t: t, replay: []string{"data: " + chunk(`{"index":0,"delta":{"content":"Hel"},"finish_reason":null}`) + "\n\n"}}
 		if err := lastErr(newModel(t, s, chatmodel.Options{})); !errors.Is(err, chatmodel.ErrIncomplete) {

@@ -117,7 +117,10 @@ var ErrResponse = errors.New("openaimodel: response failed")
 // Before sending, the transcript's tool pairing is repaired (see the
 // package doc, cases BH-051 and BH-054). Errors: a request the API refuses
 // is an *openai.Error (errors.As); a response that fails mid-stream wraps
-// ErrResponse; ctx ending stops the stream with ctx.Err().
+// ErrResponse; a prompt too long for the context window (code
+// context_length_exceeded, before or inside the stream) is a
+// *provider.OverflowError wrapping either; ctx ending stops the stream
+// with ctx.Err().
 func (m *Model) Stream(ctx context.Context, req *provider.Request) iter.Seq2[provider.Event, error] {
 	return func(yield func(provider.Event, error) bool) {
 		params, restore, err := m.params(req)
@@ -135,7 +138,7 @@ func (m *Model) Stream(ctx context.Context, req *provider.Request) iter.Seq2[pro
 			}
 			evs, done, err := acc.add(stream.Current())
 			if err != nil {
-				yield(provider.Event{}, err)
+				yield(provider.Event{}, classify(err))
 				return
 			}
 			for _, ev := range evs {
@@ -151,7 +154,7 @@ func (m *Model) Stream(ctx context.Context, req *provider.Request) iter.Seq2[pro
 			if ctx.Err() != nil {
 				err = ctx.Err()
 			}
-			yield(provider.Event{}, err)
+			yield(provider.Event{}, classify(err))
 			return
 		}
 		if err := ctx.Err(); err != nil {
@@ -160,4 +163,20 @@ func (m *Model) Stream(ctx context.Context, req *provider.Request) iter.Seq2[pro
 		}
 		yield(provider.Event{}, fmt.Errorf("%w: stream ended before response.completed", ErrResponse))
 	}
+}
+
+// classify turns a refusal of a prompt too long for the context window
+// into a *provider.OverflowError; other errors are returned as they are.
+func classify(err error) error {
+	var apiErr *openai.Error
+	if errors.As(err, &apiErr) {
+		if provider.IsOverflow(apiErr.StatusCode, apiErr.Code, apiErr.Message) {
+			return &provider.OverflowError{Provider: "openai", Status: apiErr.StatusCode, Reason: apiErr.Message, Err: err}
+		}
+		return err
+	}
+	if errors.Is(err, ErrResponse) && provider.IsOverflow(0, "", err.Error()) {
+		return &provider.OverflowError{Provider: "openai", Reason: err.Error(), Err: err}
+	}
+	return err
 }

@@ -432,6 +432,23 @@ func TestErrors(t *testing.T) {
 			t.Errorf("error %v, want *openai.Error 400", err)
 		}
 	})
+	t.Run("context overflow", func(t *testing.T) {
+		s := &server{t: t, status: http.StatusBadRequest, replay: []string{`{"error":{"message":"Your input exceeds the context window of this model. Please adjust your input and try again.","type":"invalid_request_error","param":"input","code":"context_length_exceeded"}}`}}
+		err := lastErr(newModel(t, s, openaimodel.Options{}))
+		var ov *provider.OverflowError
+		var apiErr *openai.Error
+		if !errors.As(err, &ov) || !errors.Is(err, provider.ErrContextOverflow) || !errors.As(err, &apiErr) {
+			t.Errorf("error %v, want a *provider.OverflowError wrapping the *openai.Error", err)
+		}
+	})
+	t.Run("context overflow in the stream", func(t *testing.T) {
+		failed := strings.Replace(response("failed", ""), `"error":null`, `"error":{"code":"context_length_exceeded","message":"Your input exceeds the context window of this model."}`, 1)
+		s := &server{t: t, replay: []string{sse(`{"type":"response.failed","sequence_number":1,"response":` + failed + `}`)}}
+		err := lastErr(newModel(t, s, openaimodel.Options{}))
+		if !errors.Is(err, provider.ErrContextOverflow) || !errors.Is(err, openaimodel.ErrResponse) {
+			t.Errorf("error %v, want an overflow wrapping ErrResponse", err)
+		}
+	})
 	t.Run("response.failed", func(t *testing.T) {
 		failed := strings.Replace(response("failed", ""), `"error":null`, `"error":{"code":"server_error","message":"boom"}`, 1)
 		s := &server{t: t, replay: []string{sse(`{"type":"response.failed","sequence_number":1,"response":` + failed + `}`)}}
