@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -210,6 +211,11 @@ func (c *common) resolve(ctx context.Context, o *Options) (*run, error) {
 		ws = wd
 	}
 	r.workspace = ws
+	if sh := r.cfg.Sandbox.Shell; sh != "" {
+		if _, err := exec.LookPath(sh); err != nil {
+			return nil, usageErr("settings: sandbox.shell %q cannot be run (%v); name an installed shell such as /bin/sh or bash", sh, err)
+		}
+	}
 	sb, err := sandboxes.New(sandbox.Kind(r.cfg.Sandbox.Kind), sandboxes.Options{
 		Workspace: ws, Local: &localsandbox.Options{Shell: r.cfg.Sandbox.Shell,
 			KillDelay: r.cfg.Sandbox.KillDelay.D(), DrainGrace: r.cfg.Sandbox.DrainGrace.D()}})
@@ -222,6 +228,13 @@ func (c *common) resolve(ctx context.Context, o *Options) (*run, error) {
 	var dirs []string
 	for _, d := range r.cfg.Skills {
 		dirs = append(dirs, relativeTo(cfgDir, d))
+	}
+	for i, d := range dirs {
+		// A folder named in the settings that is not there is a typo, not
+		// an empty catalogue.
+		if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
+			return nil, usageErr("settings: skills[%d]: %s is not a folder (%v); fix the path or remove it", i, d, statReason(fi, err))
+		}
 	}
 	cat, problems := skills.Load(dirs)
 	for _, p := range problems {
@@ -352,6 +365,17 @@ func (c *common) mergeMCPConfig(cfg *config.Config, logger *slog.Logger) error {
 		}
 	}
 	return nil
+}
+
+// statReason says why a path is not a folder.
+func statReason(fi os.FileInfo, err error) string {
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return "it does not exist"
+		}
+		return err.Error()
+	}
+	return "it is a " + fi.Mode().Type().String() + " file"
 }
 
 // loadConfig reads the settings file named by --config or

@@ -233,3 +233,18 @@ func TestMCPConfigFlag(t *testing.T) {
 		t.Errorf("a file without mcpServers: exit %d, %s", code, errs)
 	}
 }
+
+// Settings that name something missing stop start-up (exit 2) instead of
+// failing at the first call or doing nothing.
+func TestSettingsNamingMissingThings(t *testing.T) {
+	ws := t.TempDir()
+	for doc, want := range map[string]string{
+		`{"sandbox": {"shell": "/bin/nosuchshell"}}`: `sandbox.shell "/bin/nosuchshell" cannot be run`,
+		`{"skills": ["nosuchdir"]}`:                  `skills[0]:`,
+	} {
+		code, _, errs := runCLI(t, cli.Options{}, "tools", "--config", writeConfig(t, doc), "--workspace", ws)
+		if code != cli.ExitUsage || !strings.Contains(errs, want) {
+			t.Errorf("%s: exit %d, stderr %q; want exit 2 naming %q", doc, code, errs, want)
+		}
+	}
+}
