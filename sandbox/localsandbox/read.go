@@ -117,9 +117,17 @@ func (s *Sandbox) Read(ctx context.Context, req sandbox.ReadRequest) (*sandbox.R
 				return nil, ctxOrPathErr(s, op, r.display, err)
 			}
 			if dims == "" {
-				if cfg, _, err := image.DecodeConfig(bytes.NewReader(data)); err == nil {
-					dims = fmt.Sprintf(", %dx%d", cfg.Width, cfg.Height)
+				cfg, _, err := image.DecodeConfig(bytes.NewReader(data))
+				if err != nil {
+					// A signature without a decodable header: a model API
+					// would refuse it as an image, so it is not one.
+					res.Kind = sandbox.KindBinary
+					res.MIMEType = mime
+					res.Description = fmt.Sprintf("file starts like a %s image but its header does not decode (%v), %s bytes; corrupt or truncated, not returned",
+						format, err, commas(fi.Size()))
+					return finish()
 				}
+				dims = fmt.Sprintf(", %dx%d", cfg.Width, cfg.Height)
 			}
 			if int64(len(data)) <= limit {
 				res.Data = data

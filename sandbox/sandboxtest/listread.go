@@ -336,6 +336,16 @@ func runRead(t *testing.T, newSandbox NewFunc) {
 		}
 	})
 
+	t.Run("an image signature without a decodable header is not an image", func(t *testing.T) {
+		e := newEnv(t, newSandbox)
+		e.write("fake.png", "\x89PNG\r\n\x1a\nfake")
+		r, err := e.sb.Read(e.ctx, sandbox.ReadRequest{Path: "fake.png"})
+		noError(t, err)
+		if r.Kind != sandbox.KindBinary || len(r.Data) != 0 || !strings.Contains(r.Description, "does not decode") {
+			t.Errorf("Kind=%q data=%d bytes Description=%q", r.Kind, len(r.Data), r.Description)
+		}
+	})
+
 	t.Run("BH-013 image over the limit: size and dimensions, no data", func(t *testing.T) {
 		e := newEnv(t, newSandbox)
 		// 1400x1400 RGB stored uncompressed: about 5.9 MB, over the
