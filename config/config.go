@@ -69,6 +69,10 @@ type MCP struct {
 	// initTimeout or more to always wait for every server. `aibuddy run`
 	// and `aibuddy tools` always wait for every server.
 	StartupWait Duration `json:"startupWait,omitempty"`
+	// MaxFrameBytes bounds one inbound message of `aibuddy mcp` over stdio
+	// (bytes, one JSON-RPC line); a larger one is answered with a JSON-RPC
+	// error and skipped. Default 64 MiB.
+	MaxFrameBytes int64 `json:"maxFrameBytes,omitempty"`
 }
 
 // Compaction configures precompaction (seed: "When a tool result reaches
@@ -353,7 +357,7 @@ func (c *Config) validate() error {
 		"sandbox.killDelay":             int64(c.Sandbox.KillDelay), "sandbox.drainGrace": int64(c.Sandbox.DrainGrace),
 		"discovery.perServer": int64(c.Discovery.PerServer), "discovery.total": int64(c.Discovery.Total),
 		"discovery.searchResults": int64(c.Discovery.SearchResults), "discovery.searchMax": int64(c.Discovery.SearchMax),
-		"mcp.initTimeout": int64(c.MCP.InitTimeout), "mcp.callTimeout": int64(c.MCP.CallTimeout), "mcp.startupWait": int64(c.MCP.StartupWait),
+		"mcp.initTimeout": int64(c.MCP.InitTimeout), "mcp.callTimeout": int64(c.MCP.CallTimeout), "mcp.startupWait": int64(c.MCP.StartupWait), "mcp.maxFrameBytes": c.MCP.MaxFrameBytes,
 		"compaction.thresholdTokens": int64(c.Compaction.ThresholdTokens), "compaction.targetTokens": int64(c.Compaction.TargetTokens),
 		"compaction.workers": int64(c.Compaction.Workers), "compaction.viewMaxChars": int64(c.Compaction.ViewMaxChars),
 		"compaction.viewMaxTokens": int64(c.Compaction.ViewMaxTokens), "compaction.viewMaxJSONBytes": c.Compaction.ViewMaxJSONBytes,

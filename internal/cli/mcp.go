@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -71,7 +72,8 @@ fresh run (tool state) per MCP session.`,
 			}
 			if httpAddr == "" {
 				srv := gw.add().Server()
-				if err := srv.Run(ctx, &mcp.StdioTransport{}); err != nil && !errors.Is(err, context.Canceled) {
+				tr := guardedStdio(os.Stdin, os.Stdout, int(r.cfg.MCP.MaxFrameBytes), r.logger)
+				if err := srv.Run(ctx, tr); err != nil && !errors.Is(err, context.Canceled) {
 					return &exitError{code: ExitFailure, err: fmt.Errorf("mcp over stdio: %w", err)}
 				}
 				return nil
