@@ -132,6 +132,12 @@ type Limits struct {
 	ExecGrace          Duration `json:"execGrace,omitempty"`          // hard deadline = timeout + grace; default 30 s
 	ExecHeartbeat      Duration `json:"execHeartbeat,omitempty"`      // client heartbeat interval; default 30 s
 	ExecMaxOutputChars int      `json:"execMaxOutputChars,omitempty"` // characters of output the model sees; default 30,000
+	// ResultMaxChars bounds the text of every tool result the model sees
+	// (MCP tools, file tools, execute), in characters: a larger result
+	// keeps its first and last halves with a header naming what was
+	// omitted and the view_tool_call that recovers it from the call's
+	// record. Default 30,000 characters.
+	ResultMaxChars int `json:"resultMaxChars,omitempty"`
 	// ExecEnv names host environment variables passed through to commands
 	// on top of the safe default set (PATH, HOME, LANG, ...).
 	ExecEnv []string `json:"execEnv,omitempty"`
@@ -289,7 +295,8 @@ func (c *Config) validate() error {
 		"limits.searchTimeout": int64(l.SearchTimeout), "limits.execDefaultTimeout": int64(l.ExecDefaultTimeout),
 		"limits.execMaxTimeout": int64(l.ExecMaxTimeout), "limits.execGrace": int64(l.ExecGrace),
 		"limits.execHeartbeat": int64(l.ExecHeartbeat), "limits.execMaxOutputChars": int64(l.ExecMaxOutputChars),
-		"discovery.perServer": int64(c.Discovery.PerServer), "discovery.total": int64(c.Discovery.Total),
+		"limits.resultMaxChars": int64(l.ResultMaxChars),
+		"discovery.perServer":   int64(c.Discovery.PerServer), "discovery.total": int64(c.Discovery.Total),
 		"discovery.searchResults": int64(c.Discovery.SearchResults), "discovery.searchMax": int64(c.Discovery.SearchMax),
 		"mcp.initTimeout": int64(c.MCP.InitTimeout), "mcp.callTimeout": int64(c.MCP.CallTimeout), "mcp.startupWait": int64(c.MCP.StartupWait),
 		"compaction.thresholdTokens": int64(c.Compaction.ThresholdTokens), "compaction.targetTokens": int64(c.Compaction.TargetTokens),

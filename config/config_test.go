@@ -40,6 +40,8 @@ func TestParseErrorsNameTheKey(t *testing.T) {
 		`{"limits": {"lsMaxEntries": "many"}}`:                              `key "limits.lsMaxEntries": string value where int is expected`,
 		`{"limits": {"execGrace": "soon"}}`:                                 `duration "soon"`,
 		`{"limits": {"readMaxLines": -1}}`:                                  `negative values for limits.readMaxLines`,
+		`{"limits": {"resultMaxChars": -5}}`:                                `negative values for limits.resultMaxChars`,
+		`{"limits": {"resultMaxChars": 50000}}`:                             ``,
 		"{\n  \"sandbox\": {\"kind\": \"local\",}\n}":                       `malformed JSON at line 2, column`,
 		`{"toolKeys": [""]}`:                                                `toolKeys[0] is empty`,
 		`{"limits": {"execDefaultTimeout": "20m"}}`:                         ``, // fine without a max

@@ -129,9 +129,10 @@ compatible endpoints, e.g. a local model server with --base-url).`,
 				// Records in the data folder (a stopped run keeps them);
 				// large results compacted in the background, recoverable
 				// with view_tool_call.
-				Store:     r.store,
-				Compactor: r.compactor,
-				Logger:    r.logger,
+				Store:          r.store,
+				Compactor:      r.compactor,
+				Logger:         r.logger,
+				ResultMaxChars: r.cfg.Limits.ResultMaxChars,
 			}
 			ag := agent.New(ao)
 			sum, err := streamRun(ctx, ag.Run(ctx, task), cmd.OutOrStdout(), errw)
