@@ -86,8 +86,8 @@ func TestBH049HugeResultIsBoundedAndRecoverable(t *testing.T) {
 	if w, _ := result.Decode(got.Output); w.Text() != raw {
 		t.Fatal("the record does not keep the raw output whole")
 	}
-	if m, _ := result.ModelOf(got); m.Text != text {
-		t.Fatal("the record's model form is not the bounded projection handed back")
+	if m, _ := result.ModelOf(got); m.Text != raw {
+		t.Fatal("the record's model form is not whole (compaction works from it)")
 	}
 
 	// The header's own recovery call returns whole lines 16-1,185, which
@@ -180,5 +180,34 @@ func TestBoundStoreFailureSaysUnrecoverable(t *testing.T) {
 	text := res.AllText()
 	if utf8.RuneCountInString(text) > 2000 || !strings.Contains(text, "cannot be recovered") || strings.Contains(text, `view_tool_call {"toolCallId"`) {
 		t.Fatalf("%s", text)
+	}
+}
+
+// The record keeps the whole model form (compaction counts the complete
+// result); Pair, which answers an interrupted turn from the records, gives
+// back exactly what the Recorder returned, and a tool-capped result read
+// from its record is not marked again.
+func TestPairBoundsLikeTheRecorder(t *testing.T) {
+	st := openStore(t)
+	rec := result.New(st, nil)
+	raw := bigText(100)
+	res := rec.Call(context.Background(), "t", &tool.Call{ID: "b1", Name: "dump"}, func(context.Context, *tool.Call) *tool.Result { return tool.Text(raw) })
+	got, _ := st.Get(context.Background(), "b1")
+	if w, _ := result.Decode(got.Model); w.Text() != raw {
+		t.Fatal("the record's model form is not whole")
+	}
+	capped := strings.Repeat("e", 30100)
+	rec.Call(context.Background(), "t", &tool.Call{ID: "x1", Name: "execute"}, func(context.Context, *tool.Call) *tool.Result {
+		return tool.TextWith(capped, map[string]any{"shown_chars": 30000})
+	})
+	ms, err := result.Pair(context.Background(), st, []result.Use{{ID: "b1"}, {ID: "x1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ms[0].Text != res.AllText() {
+		t.Fatal("Pair differs from the returned projection")
+	}
+	if ms[1].Text != capped {
+		t.Fatal("a tool-capped result was marked again")
 	}
 }

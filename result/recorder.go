@@ -93,10 +93,11 @@ type Next func(ctx context.Context, call *tool.Call) *tool.Result
 //     Put before next runs (a crash leaves a trace); a call without an ID
 //     gets one from Options.NewID first, so call.ID is set on return;
 //  2. next runs with ctx;
-//  3. the final record (raw output, whole; model form, the result bounded
-//     to Options.MaxModelChars by [Bound]; stage, outcome, end time) is
-//     Put, and only then is the model form returned: the result itself
-//     when it is within the bound, else a bounded copy whose header names
+//  3. the final record (raw output and model form, both whole, so that
+//     compaction works from, and its stub counts, the complete result;
+//     stage, outcome, end time) is Put, and only then is the result
+//     returned bounded to Options.MaxModelChars by [Bound]: the result
+//     itself when it is within the bound, else a copy whose header names
 //     the omitted characters and lines and the view_tool_call that
 //     recovers them from this record (case BH-049);
 //  4. the record goes to Options.Compactor, which works in the background.
@@ -144,8 +145,8 @@ func (r *Recorder) Call(ctx context.Context, taskID string, call *tool.Call, nex
 	done := *rec
 	done.EndedAt = r.opts.Now()
 	done.Output = EncodeOutput(res)
+	done.Model = EncodeModel(res)
 	model := Bound(res, call.ID, r.opts.MaxModelChars, true)
-	done.Model = EncodeModel(model)
 	done.Stage = string(res.Stage)
 	done.Outcome = outcomeOf(ctx, res)
 	if !res.IsError {
