@@ -33,6 +33,8 @@ type Middleware func(next Handler) Handler
 const (
 	DefaultMaxSteps    = 50
 	DefaultCancelGrace = 10 * time.Second
+	// DefaultEventBuffer is the default of Options.EventBuffer, in events.
+	DefaultEventBuffer = 64
 )
 
 // Options configure an Agent. Model and Set are required; every other zero
@@ -106,6 +108,21 @@ type Options struct {
 	// Logger receives warnings (a record that could not be written);
 	// default discards.
 	Logger *slog.Logger
+	// ResultMaxChars bounds the text of every tool result the model sees,
+	// in characters (runes): a larger result keeps its head and tail with
+	// a header naming the omitted characters and lines (result.Bound);
+	// with a Store the raw output stays in the call's record and the
+	// header names the view_tool_call that recovers it, without one it
+	// says the middle is not kept. Default result.DefaultMaxModelChars
+	// (30,000).
+	ResultMaxChars int
+	// EventBuffer is how many live events (output chunks, progress) of one
+	// call wait for the consumer of the run's stream. When it is full the
+	// tool blocks on its next event (a command's pipe stalls) until the
+	// consumer catches up, so a flood never grows memory; after
+	// cancellation events that do not fit are dropped instead. Default 64
+	// events.
+	EventBuffer int
 }
 
 // Agent runs tasks with one model over one tool set. It holds no per-run
@@ -136,6 +153,9 @@ func New(opts Options) *Agent {
 	}
 	if opts.CancelGrace <= 0 {
 		opts.CancelGrace = DefaultCancelGrace
+	}
+	if opts.EventBuffer <= 0 {
+		opts.EventBuffer = DefaultEventBuffer
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -215,7 +235,9 @@ type Summary struct {
 	// RecordErrors counts records the Store refused (each logged).
 	RecordErrors int
 	// Transcript is the raw transcript: the task, every assistant turn
-	// and every tool result in full, confirm decisions as user text. Pass
+	// and every tool result as the model saw it when it arrived (bounded
+	// to Options.ResultMaxChars; the whole output is in the Store's
+	// record), confirm decisions as user text. Pass
 	// it to Continue to go on with a new message.
 	Transcript []provider.Message
 }
@@ -426,7 +448,8 @@ func prepareUses(msg *provider.Message, step int) []provider.Block {
 }
 
 // handler builds the run's execution chain (ARCHITECTURE.md, "One call,
-// end to end"): the result Recorder (with a Store), discovery's Dispatch
+// end to end"): the result Recorder (with a Store; without one the
+// result is bounded all the same), discovery's Dispatch
 // (Discovery stage), the Middleware, the confirm gate (Authorization),
 // the evidence check (Verification) around the tool set's Call (schema
 // check, handler, result hook).
@@ -459,10 +482,16 @@ func (a *Agent) handler(r *run) Handler {
 		return r.discovery().Dispatch(ctx, call, gated)
 	}
 	if a.opts.Store != nil {
-		rec := result.New(a.opts.Store, &result.Options{Now: a.opts.Now, Compactor: a.opts.Compactor, Logger: a.opts.Logger})
+		rec := result.New(a.opts.Store, &result.Options{Now: a.opts.Now, Compactor: a.opts.Compactor, Logger: a.opts.Logger,
+			MaxModelChars: a.opts.ResultMaxChars})
 		dispatched := h
 		h = func(ctx context.Context, call *tool.Call) *tool.Result {
 			return rec.Call(ctx, r.taskID, call, dispatched)
+		}
+	} else {
+		dispatched := h
+		h = func(ctx context.Context, call *tool.Call) *tool.Result {
+			return result.Bound(dispatched(ctx, call), call.ID, a.opts.ResultMaxChars, false)
 		}
 	}
 	return h
@@ -510,10 +539,13 @@ func (r *run) runCalls(ctx context.Context, uses []provider.Block, h Handler, na
 
 // execute runs one call on its own goroutine and pumps its live events to
 // the stream from this one (the iterator's), so a consumer sees output as
-// it is produced. A call that has not returned CancelGrace after
-// cancellation is abandoned with a synthetic cancelled result.
+// it is produced. The queue between them holds Options.EventBuffer
+// events: a tool that gets ahead of the consumer blocks (backpressure)
+// until the consumer catches up, the run is cancelled, or the call is
+// given up. A call that has not returned CancelGrace after cancellation
+// is abandoned with a synthetic cancelled result.
 func (r *run) execute(ctx context.Context, u provider.Block, h Handler, emit func(Event)) *tool.Result {
-	q := newQueue()
+	q := newQueue(ctx, r.a.opts.EventBuffer)
 	r.mu.Lock()
 	r.queues[u.ID] = q
 	r.mu.Unlock()
@@ -521,6 +553,7 @@ func (r *run) execute(ctx context.Context, u provider.Block, h Handler, emit fun
 		r.mu.Lock()
 		delete(r.queues, u.ID)
 		r.mu.Unlock()
+		q.close()
 	}()
 	call := &tool.Call{ID: u.ID, Name: u.Name, Input: u.Input, Events: func(e tool.Event) {
 		ev := Event{Step: r.step, CallID: u.ID, Tool: u.Name, Output: &e}
@@ -552,15 +585,19 @@ func (r *run) execute(ctx context.Context, u provider.Block, h Handler, emit fun
 	var grace <-chan time.Time
 	for {
 		select {
-		case <-q.ready:
-			for _, ev := range q.drain() {
-				emit(ev)
-			}
+		case ev := <-q.ch:
+			emit(ev)
 		case res := <-done:
-			for _, ev := range q.drain() {
-				emit(ev)
+			// Every event of the call was queued before it returned.
+			for {
+				select {
+				case ev := <-q.ch:
+					emit(ev)
+					continue
+				default:
+				}
+				return res
 			}
-			return res
 		case <-ctxDone:
 			ctxDone = nil
 			t := time.NewTimer(r.a.opts.CancelGrace)
@@ -584,33 +621,40 @@ func (r *run) push(id string, ev Event) {
 	}
 }
 
-// queue is an unbounded event queue: producers (tool goroutines) never
-// block; the run's goroutine drains it.
+// queue is a call's bounded event queue: producers (the tool's
+// goroutines) block while it is full; the run's goroutine takes from ch.
+// A push never blocks once the call's context is done or the call has
+// ended (close), so cancellation cannot deadlock on a full queue: those
+// events are dropped.
 type queue struct {
-	mu    sync.Mutex
-	items []Event
-	ready chan struct{}
+	ch      chan Event
+	ctxDone <-chan struct{}
+	closed  chan struct{}
+	once    sync.Once
 }
 
-func newQueue() *queue { return &queue{ready: make(chan struct{}, 1)} }
+func newQueue(ctx context.Context, size int) *queue {
+	return &queue{ch: make(chan Event, size), ctxDone: ctx.Done(), closed: make(chan struct{})}
+}
 
 func (q *queue) push(ev Event) {
-	q.mu.Lock()
-	q.items = append(q.items, ev)
-	q.mu.Unlock()
 	select {
-	case q.ready <- struct{}{}:
+	case q.ch <- ev:
+		return
+	case <-q.closed:
+		return
 	default:
+	}
+	select {
+	case q.ch <- ev:
+	case <-q.ctxDone:
+	case <-q.closed:
 	}
 }
 
-func (q *queue) drain() []Event {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	out := q.items
-	q.items = nil
-	return out
-}
+// close releases producers still blocked in push (a call given up after
+// cancellation) and makes later pushes no-ops.
+func (q *queue) close() { q.once.Do(func() { close(q.closed) }) }
 
 // ResultBlock is the tool_result block of one result: its text and image
 // content, is_error set for failures. An empty result reads "(no output)".

@@ -190,6 +190,12 @@ type Limits struct {
 	// dataDir/outputs, in bytes; past it the file stops growing and the
 	// result says so. Default 1,073,741,824 (1 GiB).
 	ExecMaxOutputFileBytes int64 `json:"execMaxOutputFileBytes,omitempty"`
+	// ResultMaxChars bounds the text of every tool result the model sees
+	// (MCP tools, file tools, execute), in characters: a larger result
+	// keeps its first and last halves with a header naming what was
+	// omitted and the view_tool_call that recovers it from the call's
+	// record. Default 30,000 characters.
+	ResultMaxChars int `json:"resultMaxChars,omitempty"`
 	// ExecEnv names host environment variables passed through to commands
 	// on top of the safe default set (PATH, HOME, LANG, ...).
 	ExecEnv []string `json:"execEnv,omitempty"`
@@ -356,6 +362,7 @@ func (c *Config) validate() error {
 		"limits.execMaxOutputFileBytes": l.ExecMaxOutputFileBytes,
 		"sandbox.killDelay":             int64(c.Sandbox.KillDelay), "sandbox.drainGrace": int64(c.Sandbox.DrainGrace),
 		"discovery.perServer": int64(c.Discovery.PerServer), "discovery.total": int64(c.Discovery.Total),
+		"limits.resultMaxChars":   int64(l.ResultMaxChars),
 		"discovery.searchResults": int64(c.Discovery.SearchResults), "discovery.searchMax": int64(c.Discovery.SearchMax),
 		"mcp.initTimeout": int64(c.MCP.InitTimeout), "mcp.callTimeout": int64(c.MCP.CallTimeout), "mcp.startupWait": int64(c.MCP.StartupWait), "mcp.maxFrameBytes": c.MCP.MaxFrameBytes,
 		"compaction.thresholdTokens": int64(c.Compaction.ThresholdTokens), "compaction.targetTokens": int64(c.Compaction.TargetTokens),

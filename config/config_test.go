@@ -55,6 +55,8 @@ func TestParseErrorsNameTheKey(t *testing.T) {
 		`{"limits": {"execDefaultTimeout": "20m", "execMaxTimeout": "1m"}}`:           `exceeds limits.execMaxTimeout`,
 		`{"agent": {"contextBudgetTokens": -5}}`:                                      `negative values for agent.contextBudgetTokens`,
 		`{"agent": {"contextBudgetTokens": 60000}}`:                                   ``,
+		`{"limits": {"resultMaxChars": -5}}`:                                          `negative values for limits.resultMaxChars`,
+		`{"limits": {"resultMaxChars": 50000}}`:                                       ``,
 	}
 	for doc, want := range cases {
 		_, err := config.Parse([]byte(doc))

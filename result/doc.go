@@ -5,7 +5,9 @@
 //   - [Client]: display fields (tool, target, status, timing) and the
 //     complete output; transient progress reaches the client through the
 //     call's events, never through the model.
-//   - [Model]: the text later model steps see: the whole result until the
+//   - [Model]: the text later model steps see: the result bounded to
+//     30,000 characters by default ([Bound]: head, tail and a header naming
+//     what was omitted and how to recover it, case BH-049) until the
 //     compact hook (package compact) replaces it with a smaller form.
 //   - Record: a [store.Record] with the raw input and output, the stable
 //     toolCallId, task id, timestamps, stage, outcome and an optional

@@ -22,7 +22,8 @@ type Use struct {
 // so the message after an assistant turn holds a tool_result for every
 // tool_use even when the turn was interrupted (case BH-051):
 //
-//   - a finished record gives its model form (compacted or not);
+//   - a finished record gives its model form: compacted, or else bounded
+//     by [Bound] to [DefaultMaxModelChars], as the [Recorder] handed it;
 //   - a cancelled record gives an error whose text starts with
 //     "cancelled after D (stopped by the user or the parent run)" followed
 //     by the partial output the tool returned;
@@ -54,6 +55,9 @@ func Pair(ctx context.Context, st store.Store, uses []Use) ([]Model, error) {
 		if err != nil {
 			return nil, err
 		}
+		if rec.Compaction == store.CompactionNone {
+			m = boundModel(m, rec)
+		}
 		if rec.Outcome == store.OutcomeCancelled {
 			head := "cancelled after " + seconds(rec.EndedAt.Sub(rec.StartedAt)) + " (stopped by the user or the parent run); partial output:\n"
 			m.Text = head + m.Text
@@ -73,4 +77,20 @@ func synthetic(u Use, text string) Model {
 // seconds formats d as "3.1 s" (one decimal).
 func seconds(d time.Duration) string {
 	return strconv.FormatFloat(d.Seconds(), 'f', 1, 64) + " s"
+}
+
+// boundModel bounds an uncompacted model form as the Recorder bounded the
+// result it returned; a tool's own cap (evidence shown_chars) is read from
+// the record's output, since the model form has no evidence.
+func boundModel(m Model, rec *store.Record) Model {
+	r := &tool.Result{Content: m.Content, IsError: m.IsError}
+	if o, err := Decode(rec.Output); err == nil {
+		r.Evidence = o.Evidence
+	}
+	b := Bound(r, rec.ToolCallID, DefaultMaxModelChars, true)
+	if b == r {
+		return m
+	}
+	m.Content, m.Text = b.Content, b.AllText()
+	return m
 }

@@ -44,6 +44,12 @@ type Options struct {
 	OnClient func(Client)
 	// Logger receives store failures. Default: discard.
 	Logger *slog.Logger
+	// MaxModelChars bounds the text of the result a call hands back (the
+	// model projection), in characters (runes): a larger result keeps its
+	// head and tail with a header naming what was omitted and the
+	// view_tool_call that recovers it (see [Bound]); the record keeps the
+	// raw output whole. Default [DefaultMaxModelChars] (30,000).
+	MaxModelChars int
 }
 
 // Recorder is the middleware that keeps the durable record of each call.
@@ -88,9 +94,13 @@ type Next func(ctx context.Context, call *tool.Call) *tool.Result
 //     gets one from Options.NewID first, so call.ID is set on return;
 //  2. next runs with ctx carrying taskID ([tool.WithTaskID]; tools read it
 //     with tool.TaskID);
-//  3. the final record (raw output, model form equal to the full content,
+//  3. the final record (raw output and model form, both whole, so that
+//     compaction works from, and its stub counts, the complete result;
 //     stage, outcome, end time) is Put, and only then is the result
-//     returned, unchanged;
+//     returned bounded to Options.MaxModelChars by [Bound]: the result
+//     itself when it is within the bound, else a copy whose header names
+//     the omitted characters and lines and the view_tool_call that
+//     recovers them from this record (case BH-049);
 //  4. the record goes to Options.Compactor, which works in the background.
 //
 // Outcome is "cancelled" for an error result when ctx is done or the
@@ -137,6 +147,7 @@ func (r *Recorder) Call(ctx context.Context, taskID string, call *tool.Call, nex
 	done.EndedAt = r.opts.Now()
 	done.Output = EncodeOutput(res)
 	done.Model = EncodeModel(res)
+	model := Bound(res, call.ID, r.opts.MaxModelChars, true)
 	done.Stage = string(res.Stage)
 	done.Outcome = outcomeOf(ctx, res)
 	if !res.IsError {
@@ -145,7 +156,8 @@ func (r *Recorder) Call(ctx context.Context, taskID string, call *tool.Call, nex
 	err := r.st.Put(sctx, &done)
 	if err != nil {
 		r.opts.Logger.Error("result: record call end", "toolCallId", call.ID, "err", err)
-		return withNote(res, fmt.Sprintf("note: the durable record of this call (toolCallId=%s) could not be written (%v); view_tool_call cannot recover it", call.ID, err))
+		model = Bound(res, call.ID, r.opts.MaxModelChars, false)
+		return withNote(model, fmt.Sprintf("note: the durable record of this call (toolCallId=%s) could not be written (%v); view_tool_call cannot recover it", call.ID, err))
 	}
 	if r.opts.OnClient != nil {
 		r.opts.OnClient(ClientOf(&done))
@@ -158,7 +170,7 @@ func (r *Recorder) Call(ctx context.Context, taskID string, call *tool.Call, nex
 		}
 		r.opts.Compactor.Schedule(bg, &cp)
 	}
-	return res
+	return model
 }
 
 func outcomeOf(ctx context.Context, res *tool.Result) store.Outcome {

@@ -165,8 +165,9 @@ type Model struct {
 	Content []tool.Content `json:"-"`
 }
 
-// ModelOf is the model projection of a record: its Model form, or the
-// output when the record has no model form yet.
+// ModelOf is the model form of a record: its Model (whole, or compacted),
+// or the output when the record has no model form yet. What a model is
+// handed is this bounded by [Bound] unless compacted ([Pair] does so).
 func ModelOf(rec *store.Record) (Model, error) {
 	raw := rec.Model
 	if len(bytes.TrimSpace(raw)) == 0 {

@@ -268,7 +268,8 @@ func (c *common) resolve(ctx context.Context, o *Options) (*run, error) {
 		r.close()
 		return nil, &exitError{code: ExitFailure, err: err}
 	}
-	r.recorder = result.New(st, &result.Options{Compactor: r.compactor, Logger: r.logger, Background: ctx})
+	r.recorder = result.New(st, &result.Options{Compactor: r.compactor, Logger: r.logger, Background: ctx,
+		MaxModelChars: r.cfg.Limits.ResultMaxChars})
 	d := r.cfg.Discovery
 	r.discovery = &discovery.Options{Gates: discovery.Gates{PerServer: d.PerServer, Total: d.Total},
 		DefaultResults: d.SearchResults, MaxResults: d.SearchMax}
