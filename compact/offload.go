@@ -1,8 +1,6 @@
 package compact
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -11,6 +9,7 @@ import (
 	"time"
 
 	"github.com/aibuddy/aibuddy/store"
+	"github.com/aibuddy/aibuddy/tool"
 )
 
 // OffloadDir is the folder under the data folder that holds offloaded
@@ -39,24 +38,7 @@ type Offloaded struct {
 // their SHA-256, so distinct ids never share a file and no id escapes the
 // folder.
 func OffloadPath(taskID, toolCallID string) string {
-	return OffloadDir + "/" + safeName(taskID) + "/" + safeName(toolCallID) + ".json"
-}
-
-func safeName(id string) string {
-	s := strings.Map(func(r rune) rune {
-		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.' {
-			return r
-		}
-		return '_'
-	}, id)
-	if len(s) > 100 {
-		s = s[:100]
-	}
-	if s != id || s == "" || strings.HasPrefix(s, ".") {
-		sum := sha256.Sum256([]byte(id))
-		s = strings.TrimLeft(s, ".") + "~" + hex.EncodeToString(sum[:4])
-	}
-	return s
+	return OffloadDir + "/" + tool.SafeFileName(taskID) + "/" + tool.SafeFileName(toolCallID) + ".json"
 }
 
 // writeOffload writes rec's raw input and output to dataDir/pointer

@@ -3,8 +3,6 @@ package coretools
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -318,7 +316,7 @@ func (e *executor) run(ctx context.Context, req sandbox.ExecRequest, timeout tim
 // absolute: the model reads it from another working directory):
 // <taskId>/<toolCallId>.log when ctx carries a task id ([tool.TaskID]; the
 // result.Recorder sets it), else <toolCallId>.log; a call without an id
-// gets call-<random>.log. Ids become safe file names ([execSafeName]), so
+// gets call-<random>.log. Ids become safe file names ([tool.SafeFileName]), so
 // no id escapes OutputDir. An existing file is never overwritten: a
 // repeated id gets "~2", "~3", ... before ".log".
 func (e *executor) createOutputFile(ctx context.Context, callID string) (*os.File, error) {
@@ -327,7 +325,7 @@ func (e *executor) createOutputFile(ctx context.Context, callID string) (*os.Fil
 		return nil, err
 	}
 	if task := tool.TaskID(ctx); task != "" {
-		dir = filepath.Join(dir, execSafeName(task))
+		dir = filepath.Join(dir, tool.SafeFileName(task))
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
@@ -335,7 +333,7 @@ func (e *executor) createOutputFile(ctx context.Context, callID string) (*os.Fil
 	if callID == "" {
 		return os.CreateTemp(dir, "call-*.log")
 	}
-	base := execSafeName(callID)
+	base := tool.SafeFileName(callID)
 	for n := 1; ; n++ {
 		name := base + ".log"
 		if n > 1 {
@@ -347,29 +345,6 @@ func (e *executor) createOutputFile(ctx context.Context, callID string) (*os.Fil
 		}
 		return f, err
 	}
-}
-
-// execSafeName makes an id (a task or call id from a provider, a host or a
-// caller) a safe file name: characters outside [A-Za-z0-9._-] become '_',
-// at most 100 bytes are kept, and a name that is empty, starts with '.' or
-// had to change gets "~" and 8 hex digits of the id's SHA-256, so distinct
-// ids never share a name and none is "..", hidden or a path. The rule is
-// the one of compact.OffloadPath.
-func execSafeName(id string) string {
-	s := strings.Map(func(r rune) rune {
-		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.' {
-			return r
-		}
-		return '_'
-	}, id)
-	if len(s) > 100 {
-		s = s[:100]
-	}
-	if s != id || s == "" || strings.HasPrefix(s, ".") {
-		sum := sha256.Sum256([]byte(id))
-		s = strings.TrimLeft(s, ".") + "~" + hex.EncodeToString(sum[:4])
-	}
-	return s
 }
 
 // execError maps a sandbox error that prevented the run to a stage.

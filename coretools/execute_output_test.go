@@ -89,7 +89,7 @@ func TestExecuteFullOutputPerTask(t *testing.T) {
 			t.Errorf("task %q call %q: path %s", ids[0], ids[1], p)
 		}
 	}
-	if a, b := execSafeName("a/b"), execSafeName("a_b"); a == b {
+	if a, b := tool.SafeFileName("a/b"), tool.SafeFileName("a_b"); a == b {
 		t.Errorf("distinct ids share the name %q", a)
 	}
 }
