@@ -28,6 +28,11 @@ type Config struct {
 	// settings file's folder. Default: $AIBUDDY_DATA_DIR, else the user's
 	// cache folder + "/aibuddy" (os.UserCacheDir).
 	DataDir string `json:"dataDir,omitempty"`
+	// DataRetention is how long the data folder keeps a task's records,
+	// full command outputs and offloaded calls after its last call; older
+	// tasks are pruned whole at start-up. Default 30 days ("720h"); a long
+	// duration such as "87600h" keeps ten years.
+	DataRetention Duration `json:"dataRetention,omitempty"`
 	// Skills are folders of Agent Skills (one sub-folder per skill with a
 	// SKILL.md); relative paths are relative to the settings file's folder.
 	Skills []string `json:"skills,omitempty"`
@@ -364,7 +369,7 @@ func (c *Config) validate() error {
 		"discovery.perServer": int64(c.Discovery.PerServer), "discovery.total": int64(c.Discovery.Total),
 		"limits.resultMaxChars":   int64(l.ResultMaxChars),
 		"discovery.searchResults": int64(c.Discovery.SearchResults), "discovery.searchMax": int64(c.Discovery.SearchMax),
-		"mcp.initTimeout": int64(c.MCP.InitTimeout), "mcp.callTimeout": int64(c.MCP.CallTimeout), "mcp.startupWait": int64(c.MCP.StartupWait), "mcp.maxFrameBytes": c.MCP.MaxFrameBytes,
+		"dataRetention": int64(c.DataRetention), "mcp.initTimeout": int64(c.MCP.InitTimeout), "mcp.callTimeout": int64(c.MCP.CallTimeout), "mcp.startupWait": int64(c.MCP.StartupWait), "mcp.maxFrameBytes": c.MCP.MaxFrameBytes,
 		"compaction.thresholdTokens": int64(c.Compaction.ThresholdTokens), "compaction.targetTokens": int64(c.Compaction.TargetTokens),
 		"compaction.workers": int64(c.Compaction.Workers), "compaction.viewMaxChars": int64(c.Compaction.ViewMaxChars),
 		"compaction.viewMaxTokens": int64(c.Compaction.ViewMaxTokens), "compaction.viewMaxJSONBytes": c.Compaction.ViewMaxJSONBytes,

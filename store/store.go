@@ -59,6 +59,16 @@ type Record struct {
 
 // Store keeps records. Implementations are safe for concurrent use by many
 // goroutines, and their files for concurrent use by two processes.
+// Pruner is an optional interface of a [Store] for data retention.
+// PruneBefore deletes every task whose newest record started (or, without
+// a start, ended) before cutoff, with all its records and raw payloads,
+// in one transaction, and returns the deleted task ids sorted. A task with
+// a record of unknown time (both zero) is kept. Records of the kept tasks
+// are untouched, so a run is never half deleted.
+type Pruner interface {
+	PruneBefore(ctx context.Context, cutoff time.Time) ([]string, error)
+}
+
 type Store interface {
 	// Put inserts a record or replaces the one with the same ToolCallID,
 	// atomically. A zero Seq gets the next number of its task.

@@ -253,6 +253,7 @@ func (c *common) resolve(ctx context.Context, o *Options) (*run, error) {
 		return nil, usageErr("opening the call records: %v (set --data-dir to a writable folder)", err)
 	}
 	r.store = st
+	pruneData(ctx, st, r.dataDir, r.cfg.DataRetention.D(), r.logger)
 	cc := r.cfg.Compaction
 	copts := &compact.Options{DataDir: r.dataDir, GroupOf: r.registry.GroupOf, Logger: r.logger,
 		Threshold: cc.ThresholdTokens, Target: cc.TargetTokens, Workers: cc.Workers, FullOutputDir: outputsDir(r.dataDir),

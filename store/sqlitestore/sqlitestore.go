@@ -501,3 +501,46 @@ func nanos(t time.Time) (any, error) {
 	}
 	return t.UnixNano(), nil
 }
+
+// PruneBefore implements [store.Pruner].
+func (s *Store) PruneBefore(ctx context.Context, cutoff time.Time) ([]string, error) {
+	var tasks []string
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		tasks = tasks[:0]
+		rows, err := tx.QueryContext(ctx, `
+SELECT task_id FROM calls GROUP BY task_id
+HAVING max(COALESCE(started_at, ended_at, 0)) < ? AND min(COALESCE(started_at, ended_at, 0)) > 0
+ORDER BY task_id`, cutoff.UnixNano())
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return err
+			}
+			tasks = append(tasks, id)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for _, id := range tasks {
+			for _, q := range []string{
+				`DELETE FROM raws WHERE tool_call_id IN (SELECT tool_call_id FROM calls WHERE task_id = ?)`,
+				`DELETE FROM calls WHERE task_id = ?`,
+				`DELETE FROM tasks WHERE task_id = ?`,
+			} {
+				if _, err := tx.ExecContext(ctx, q, id); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, s.fail("prune", err)
+	}
+	return tasks, nil
+}

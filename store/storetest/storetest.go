@@ -30,6 +30,50 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("LookupsByIDAndTask", func(t *testing.T) { testLookups(t, open(t)) })
 	t.Run("ConcurrentWriters", func(t *testing.T) { testConcurrent(t, open(t)) })
 	t.Run("LargePayload", func(t *testing.T) { testLarge(t, open(t)) })
+	t.Run("PruneBefore", func(t *testing.T) { testPrune(t, open(t)) })
+}
+
+// testPrune runs when the store implements store.Pruner: whole tasks older
+// than the cutoff go, with every record; newer tasks stay whole.
+func testPrune(t *testing.T, s store.Store) {
+	defer closeStore(t, s)
+	p, ok := s.(store.Pruner)
+	if !ok {
+		t.Skip("the store does not implement store.Pruner")
+	}
+	at := func(task, id string, start time.Time) *store.Record {
+		r := rec(task, id)
+		r.StartedAt, r.EndedAt = start, start.Add(time.Second)
+		return r
+	}
+	now := time.Now()
+	old := now.Add(-40 * 24 * time.Hour)
+	mustPut(t, s, at("old", "o1", old))
+	mustPut(t, s, at("old", "o2", old.Add(time.Minute)))
+	mustPut(t, s, at("mixed", "m1", old))
+	mustPut(t, s, at("mixed", "m2", now)) // a task still in use stays whole
+	mustPut(t, s, at("new", "n1", now))
+	gone, err := p.PruneBefore(ctx(t), now.Add(-30*24*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(gone, []string{"old"}) {
+		t.Errorf("pruned %v, want [old]", gone)
+	}
+	for _, id := range []string{"o1", "o2"} {
+		if _, err := s.Get(ctx(t), id); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("Get(%s) after prune: %v, want ErrNotFound", id, err)
+		}
+	}
+	for _, id := range []string{"m1", "m2", "n1"} {
+		if _, err := s.Get(ctx(t), id); err != nil {
+			t.Errorf("Get(%s) after prune: %v", id, err)
+		}
+	}
+	if tasks, _ := s.Tasks(ctx(t), 0); slices.Contains(tasks, "old") || len(tasks) != 2 {
+		t.Errorf("Tasks after prune: %v", tasks)
+	}
+	mustPut(t, s, at("old", "o3", now)) // the task id can be used again
 }
 
 // ctx is a context bounded generously, so that a hang fails the test
