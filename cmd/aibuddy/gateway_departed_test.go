@@ -42,17 +42,7 @@ func TestGatewayExplainsDisconnectedServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cs.Close()
-	listed := func() map[string]bool {
-		lt, err := cs.ListTools(ctx, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m := map[string]bool{}
-		for _, tl := range lt.Tools {
-			m[tl.Name] = true
-		}
-		return m
-	}
+	listed := func() map[string]bool { return toolNames(t, ctx, cs) }
 	if !listed()["inner__ls"] {
 		t.Fatalf("the upstream's tools are not served: %v", listed())
 	}

@@ -57,6 +57,20 @@ func settings(t *testing.T, ws string, names []string, extra map[string]any) str
 	return p
 }
 
+// toolNames lists the session's tools (tools/list) as a set of names.
+func toolNames(t *testing.T, ctx context.Context, cs *mcp.ClientSession) map[string]bool {
+	t.Helper()
+	lt, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]bool{}
+	for _, tl := range lt.Tools {
+		m[tl.Name] = true
+	}
+	return m
+}
+
 type toolsDoc struct {
 	MCPServers []struct{ Name, State, Summary, Error string }
 	Tools      []struct{ Name, Group, Server, Exposure, Gate string }
@@ -143,17 +157,7 @@ func TestGatewaySearchActivatesThenCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cs.Close()
-	listed := func() map[string]bool {
-		lt, err := cs.ListTools(ctx, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m := map[string]bool{}
-		for _, tl := range lt.Tools {
-			m[tl.Name] = true
-		}
-		return m
-	}
+	listed := func() map[string]bool { return toolNames(t, ctx, cs) }
 	names := listed()
 	for _, want := range []string{"read_file", "execute", "memory__create_entities", "tool_search", "call_tool"} {
 		if !names[want] {
@@ -224,17 +228,7 @@ func TestLateServerJoins(t *testing.T) {
 		t.Fatalf("the host was not answered while servers were connecting: %v", err)
 	}
 	defer cs.Close()
-	listed := func() map[string]bool {
-		lt, err := cs.ListTools(ctx, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m := map[string]bool{}
-		for _, tl := range lt.Tools {
-			m[tl.Name] = true
-		}
-		return m
-	}
+	listed := func() map[string]bool { return toolNames(t, ctx, cs) }
 	first := listed()
 	if !first["read_file"] || first["late__read_graph"] {
 		t.Fatalf("first tools/list: want the built-in tools and no late__ tool yet: %v", first)
