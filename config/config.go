@@ -78,6 +78,11 @@ type MCP struct {
 	// (bytes, one JSON-RPC line); a larger one is answered with a JSON-RPC
 	// error and skipped. Default 64 MiB.
 	MaxFrameBytes int64 `json:"maxFrameBytes,omitempty"`
+	// InheritEnv names host environment variables stdio MCP servers
+	// inherit in addition to the default set (HOME, PATH, USER, locale,
+	// proxies, ...; mcpclient.DefaultInheritEnv). Anything else reaches a
+	// server only through its "env" entry.
+	InheritEnv []string `json:"inheritEnv,omitempty"`
 }
 
 // Compaction configures precompaction (seed: "When a tool result reaches

@@ -48,10 +48,28 @@ type Options struct {
 	// ClientName and ClientVersion identify us in initialize. Defaults
 	// "aibuddy" and "dev".
 	ClientName, ClientVersion string
+	// InheritEnv names the host environment variables a stdio server
+	// inherits; its "env" entries are added on top. nil means
+	// [DefaultInheritEnv]. A server never sees the host's other variables
+	// (API keys, tokens), as with the TypeScript SDK's default environment.
+	InheritEnv []string
 	// HTTPClient is used for http and sse servers; its Transport is wrapped
 	// to add each server's configured headers. Default: a client with its
 	// own transport, whose idle connections Close closes.
 	HTTPClient *http.Client
+}
+
+// DefaultInheritEnv is what a stdio server inherits from the host by
+// default: the TypeScript SDK's getDefaultEnvironment set (HOME, LOGNAME,
+// PATH, SHELL, TERM, USER) plus locale, temporary folder, XDG folders,
+// proxy and CA certificate settings, which servers need to run and reach
+// the network.
+var DefaultInheritEnv = []string{
+	"HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER",
+	"LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "TZ",
+	"XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR",
+	"HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy",
+	"SSL_CERT_FILE", "SSL_CERT_DIR", "NODE_EXTRA_CA_CERTS",
 }
 
 func (o *Options) withDefaults() Options {
@@ -561,7 +579,7 @@ func (c *conn) connect(ctx context.Context) {
 	switch c.cfg.Type {
 	case TypeStdio:
 		var err error
-		p, err = startProc(c.cfg, m.opts.StderrTailBytes, m.opts.ShutdownTimeout)
+		p, err = startProc(c.cfg, m.opts.InheritEnv, m.opts.StderrTailBytes, m.opts.ShutdownTimeout)
 		if err != nil {
 			fail(err.Error())
 			return

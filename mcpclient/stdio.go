@@ -89,9 +89,10 @@ type proc struct {
 	closeOnce   sync.Once
 }
 
-// startProc starts sc's command with the host environment plus sc.Env (as
-// Claude Desktop does), in its own process group.
-func startProc(sc ServerConfig, tailBytes int, grace time.Duration) (*proc, error) {
+// startProc starts sc's command with the inherit variables of the host
+// environment (nil: DefaultInheritEnv) plus sc.Env, in its own process
+// group.
+func startProc(sc ServerConfig, inherit []string, tailBytes int, grace time.Duration) (*proc, error) {
 	p := &proc{
 		name:    sc.Name,
 		errTail: newRing(tailBytes),
@@ -116,7 +117,16 @@ func startProc(sc ServerConfig, tailBytes int, grace time.Duration) (*proc, erro
 	}
 	cmd := exec.Command(sc.Command, sc.Args...)
 	cmd.Dir = sc.Cwd
-	cmd.Env = mergeEnv(os.Environ(), sc.Env)
+	if inherit == nil {
+		inherit = DefaultInheritEnv
+	}
+	var host []string
+	for _, k := range inherit {
+		if v, ok := os.LookupEnv(k); ok {
+			host = append(host, k+"="+v)
+		}
+	}
+	cmd.Env = mergeEnv(host, sc.Env)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {

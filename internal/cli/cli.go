@@ -288,10 +288,15 @@ func (c *common) resolve(ctx context.Context, o *Options) (*run, error) {
 		r.close()
 		return nil, usageErr("settings: %v", err)
 	}
+	if servers, err = nestServers(servers, r.logger); err != nil {
+		r.close()
+		return nil, usageErr("%v", err)
+	}
 	if len(servers) > 0 {
 		r.mcp = mcpclient.Start(ctx, servers, &mcpclient.Options{
 			InitTimeout: r.cfg.MCP.InitTimeout.D(), CallTimeout: r.cfg.MCP.CallTimeout.D(),
-			Logger: r.logger, ClientName: "aibuddy", ClientVersion: Version})
+			InheritEnv: append(append([]string(nil), mcpclient.DefaultInheritEnv...), r.cfg.MCP.InheritEnv...),
+			Logger:     r.logger, ClientName: "aibuddy", ClientVersion: Version})
 		wait := ctx
 		d := r.cfg.MCP.StartupWait.D()
 		if d == 0 {
