@@ -421,7 +421,7 @@ func (e *executor) result(callID string, timeout time.Duration, o execOutcome, a
 		b.WriteString("note: background processes kept the output open after the shell exited; they were stopped and output after that point is not included\n")
 	}
 	if res.Escaped > 0 {
-		fmt.Fprintf(&b, "note: %d background process(es) had left the command's process group (setsid/daemon) and were stopped; execute never leaves processes running\n", res.Escaped)
+		fmt.Fprintf(&b, "note: %d background process(es) had left the command's process group (setsid/daemon) and were stopped; execute does not keep processes running past the call\n", res.Escaped)
 	}
 	for s, name := range []string{"stdout", "stderr"} {
 		if st.BinaryBytes[s] > 0 {

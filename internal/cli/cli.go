@@ -382,7 +382,7 @@ func statReason(fi os.FileInfo, err error) string {
 		}
 		return err.Error()
 	}
-	return "it is a " + fi.Mode().Type().String() + " file"
+	return "it is a file, not a folder"
 }
 
 // loadConfig reads the settings file named by --config or

@@ -136,7 +136,7 @@ func (s *Sandbox) run(ctx context.Context, req sandbox.ExecRequest, spec runSpec
 	// Nothing of the group outlives the call, output holders or not; nor
 	// does a descendant that left the group but kept the marker.
 	killGroup(pgid, syscall.SIGKILL)
-	res.Escaped = sweepMarked(marker)
+	res.Escaped = sweepMarked(marker, pgid)
 	if !outputDone {
 		// Take what the killed processes left in the pipes, then stop
 		// reading: a process outside the group may still hold them open.

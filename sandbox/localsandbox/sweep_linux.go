@@ -7,13 +7,13 @@ import (
 	"syscall"
 )
 
-// sweepMarked sends SIGKILL to every process of ours whose environment
-// holds marker (the "AIBUDDY_EXEC_ID=<id>" entry Exec adds): descendants
+// sweepMarked sends SIGKILL to every process outside the process group
+// pgid (which got its own SIGKILL) whose environment holds marker (the "AIBUDDY_EXEC_ID=<id>" entry Exec adds): descendants
 // that left the command's process group (setsid, daemonizing) but kept the
 // inherited environment. It reads /proc/<pid>/environ, which the kernel
 // shows only for processes of the same user; two passes catch a process
 // forked during the first. It reports how many processes it killed.
-func sweepMarked(marker string) int {
+func sweepMarked(marker string, pgid int) int {
 	want := append([]byte(marker), 0)
 	self := os.Getpid()
 	killed := 0
@@ -32,7 +32,7 @@ func sweepMarked(marker string) int {
 			if err != nil {
 				continue
 			}
-			if bytes.HasPrefix(env, want) || bytes.Contains(env, append([]byte{0}, want...)) {
+			if (bytes.HasPrefix(env, want) || bytes.Contains(env, append([]byte{0}, want...))) && procGroup(pid) != pgid {
 				if syscall.Kill(pid, syscall.SIGKILL) == nil {
 					n++
 				}
@@ -44,4 +44,26 @@ func sweepMarked(marker string) int {
 		}
 	}
 	return killed
+}
+
+// procGroup returns the process group of pid from /proc/<pid>/stat (the
+// field after state and ppid), or -1 when unknown.
+func procGroup(pid int) int {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return -1
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return -1
+	}
+	f := bytes.Fields(b[i+1:])
+	if len(f) < 3 {
+		return -1
+	}
+	g, err := strconv.Atoi(string(f[2]))
+	if err != nil {
+		return -1
+	}
+	return g
 }
