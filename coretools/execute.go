@@ -454,9 +454,21 @@ func (e *executor) result(callID string, timeout time.Duration, o execOutcome, a
 			fmt.Fprintf(&b, "; writing failed: %v", st.FileErr)
 		}
 		b.WriteString(")")
-		if st.OmittedChars > 0 {
+		first, last := st.FirstOmitted, st.LastOmitted
+		if st.FileFull && last > st.FileLines {
+			// The file stopped early: only the omitted lines it holds can
+			// be read back; say so instead of offering the rest.
+			if first > st.FileLines {
+				fmt.Fprintf(&b, "; the omitted lines %d-%d are past the file's limit and cannot be recovered (re-run narrower, or raise limits.execMaxOutputFileBytes)", first, last)
+				first = 0
+			} else {
+				fmt.Fprintf(&b, "; the omitted lines after line %d are past the file's limit and cannot be recovered", st.FileLines)
+				last = st.FileLines
+			}
+		}
+		if st.OmittedChars > 0 && first > 0 {
 			fmt.Fprintf(&b, "; read the omitted lines with execute: sed -n '%d,%dp' %s, or grep -n PATTERN %s",
-				st.FirstOmitted, st.LastOmitted, exShellQuote(st.FilePath), exShellQuote(st.FilePath))
+				first, last, exShellQuote(st.FilePath), exShellQuote(st.FilePath))
 			if callID != "" {
 				// view_tool_call reads an execute record's full output
 				// file (part "output", its default) when the file lies in
@@ -467,7 +479,7 @@ func (e *executor) result(callID string, timeout time.Duration, o execOutcome, a
 				_ = enc.Encode(struct {
 					ID    string `json:"id"`
 					Lines string `json:"lines"`
-				}{callID, fmt.Sprintf("%d-%d", st.FirstOmitted, st.LastOmitted)})
+				}{callID, fmt.Sprintf("%d-%d", first, last)})
 				fmt.Fprintf(&b, "; or view_tool_call %s", bytes.TrimSpace(hint.Bytes()))
 			}
 		}

@@ -2,8 +2,11 @@ package coretools
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -91,5 +94,34 @@ func TestExecuteFullOutputPerTask(t *testing.T) {
 	}
 	if a, b := tool.SafeFileName("a/b"), tool.SafeFileName("a_b"); a == b {
 		t.Errorf("distinct ids share the name %q", a)
+	}
+}
+
+// When the full output file stops at its size limit, the header offers
+// only the omitted lines the file holds and says the rest cannot be
+// recovered; the offered sed range is really in the file.
+func TestExecuteHeaderWhenOutputFileIsFull(t *testing.T) {
+	dir := t.TempDir()
+	r := newExecRig(t, nil, &ExecuteOptions{OutputDir: dir, MaxOutputChars: 200, MaxOutputFileBytes: 1000})
+	res, _ := r.call(context.Background(), map[string]any{"command": "seq 1 100000"})
+	text := res.AllText()
+	p, _ := res.Evidence["full_output_path"].(string)
+	b, err := os.ReadFile(p)
+	if err != nil || len(b) != 1000 {
+		t.Fatalf("full output %q: %d bytes %v", p, len(b), err)
+	}
+	inFile := int64(strings.Count(string(b), "\n"))
+	if !strings.Contains(text, fmt.Sprintf("the omitted lines after line %d are past the file's limit and cannot be recovered", inFile)) {
+		t.Errorf("header does not say what cannot be recovered:\n%s", text)
+	}
+	m := regexp.MustCompile(`sed -n '(\d+),(\d+)p'`).FindStringSubmatch(text)
+	if m == nil {
+		t.Fatalf("no sed range offered:\n%s", text)
+	}
+	if last, _ := strconv.ParseInt(m[2], 10, 64); last != inFile {
+		t.Errorf("sed range ends at %s, want %d (the file's last line)", m[2], inFile)
+	}
+	if !strings.Contains(text, fmt.Sprintf(`"lines":"%s-%d"`, m[1], inFile)) {
+		t.Errorf("view_tool_call range does not match:\n%s", text)
 	}
 }

@@ -120,6 +120,7 @@ type outputCap struct {
 	fileBytes int64
 	fileMax   int64 // bytes; the file stops growing past it
 	fileFull  bool
+	fileLines int64 // newlines written to the file
 	fileErr   error
 }
 
@@ -188,6 +189,7 @@ func (c *outputCap) record(p []byte) {
 	}
 	n, err := c.file.Write(p)
 	c.fileBytes += int64(n)
+	c.fileLines += int64(bytes.Count(p[:n], []byte{'\n'}))
 	if err != nil {
 		c.fileErr = err
 	}
@@ -556,6 +558,7 @@ type capStats struct {
 	FilePath     string   // full output file, "" when none
 	FileBytes    int64    // bytes written to it
 	FileFull     bool     // it stopped at its size limit
+	FileLines    int64    // complete lines in it
 	FileErr      error    // writing it failed
 }
 
@@ -576,6 +579,7 @@ func (c *outputCap) projection() (string, capStats) {
 		FilePath:     c.filePath,
 		FileBytes:    c.fileBytes,
 		FileFull:     c.fileFull,
+		FileLines:    c.fileLines,
 		FileErr:      c.fileErr,
 	}
 	if c.chars > 0 && !c.lastNL {
