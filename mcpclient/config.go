@@ -179,7 +179,7 @@ func parseServer(name string, raw json.RawMessage, lookup func(string) (string, 
 	if err != nil {
 		return ServerConfig{}, err
 	}
-	if sc.EnvFile != "" {
+	if sc.EnvFile != "" && !sc.Disabled {
 		vars, err := godotenv.Read(sc.EnvFile)
 		if err != nil {
 			return fail("envFile", "%v", err)
@@ -264,9 +264,10 @@ func goTypeWord(v any) string {
 	return fmt.Sprintf("%T", v)
 }
 
-var varRE = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)
+// varRE matches ${VAR}, ${VAR:-default} and Cursor's ${env:VAR}.
+var varRE = regexp.MustCompile(`\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)
 
-// expandVars replaces ${VAR} and ${VAR:-default} in s. An unset VAR without
+// expandVars replaces ${VAR}, ${env:VAR} (Cursor) and ${VAR:-default} in s. An unset VAR without
 // a default is an error, as in Claude Code; $VAR without braces is left
 // alone.
 func expandVars(s string, lookup func(string) (string, bool)) (string, error) {

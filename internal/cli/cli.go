@@ -196,6 +196,9 @@ func (c *common) resolve(ctx context.Context, o *Options) (*run, error) {
 	if cfg != nil {
 		r.cfg = cfg
 	}
+	for name, raw := range r.cfg.MCPServers {
+		r.cfg.MCPServers[name] = anchorEnvFile(raw, cfgDir)
+	}
 	if err := c.mergeMCPConfig(r.cfg, r.logger); err != nil {
 		return nil, err
 	}
@@ -283,7 +286,7 @@ func (c *common) resolve(ctx context.Context, o *Options) (*run, error) {
 		r.spec.Prerequisites = append(r.spec.Prerequisites, skills.Prerequisite)
 	}
 
-	servers, err := mcpclient.ParseServers(r.cfg.MCPServers)
+	servers, err := mcpclient.ParseServersWith(r.cfg.MCPServers, hostVars(r.workspace))
 	if err != nil {
 		r.close()
 		return nil, usageErr("settings: %v", err)
@@ -368,7 +371,7 @@ func (c *common) mergeMCPConfig(cfg *config.Config, logger *slog.Logger) error {
 			if _, dup := cfg.MCPServers[name]; dup {
 				logger.Warn("MCP server defined twice; the later definition is used", "server", name, "file", path)
 			}
-			cfg.MCPServers[name] = doc.MCPServers[name]
+			cfg.MCPServers[name] = anchorEnvFile(doc.MCPServers[name], filepath.Dir(path))
 		}
 	}
 	return nil
@@ -383,6 +386,46 @@ func statReason(fi os.FileInfo, err error) string {
 		return err.Error()
 	}
 	return "it is a file, not a folder"
+}
+
+// hostVars is the ${VAR} lookup for mcpServers entries: the environment,
+// plus VS Code/Cursor's ${workspaceFolder} (the workspace) and ${userHome}
+// when the environment does not define them.
+func hostVars(workspace string) func(string) (string, bool) {
+	return func(name string) (string, bool) {
+		if v, ok := os.LookupEnv(name); ok {
+			return v, true
+		}
+		switch name {
+		case "workspaceFolder":
+			return workspace, workspace != ""
+		case "userHome":
+			h, err := os.UserHomeDir()
+			return h, err == nil
+		}
+		return "", false
+	}
+}
+
+// anchorEnvFile makes a relative "envFile" of one mcpServers entry relative
+// to dir (the folder of the file that holds the entry), as every other
+// relative path in a settings file is; an entry it cannot read is returned
+// unchanged (ParseServers reports it).
+func anchorEnvFile(raw json.RawMessage, dir string) json.RawMessage {
+	var fields map[string]json.RawMessage
+	if dir == "" || json.Unmarshal(raw, &fields) != nil {
+		return raw
+	}
+	var f string
+	if json.Unmarshal(fields["envFile"], &f) != nil || f == "" || filepath.IsAbs(f) || strings.HasPrefix(f, "$") {
+		return raw
+	}
+	fields["envFile"], _ = json.Marshal(filepath.Join(dir, f))
+	out, err := json.Marshal(fields)
+	if err != nil {
+		return raw
+	}
+	return out
 }
 
 // loadConfig reads the settings file named by --config or

@@ -248,3 +248,46 @@ func TestSettingsNamingMissingThings(t *testing.T) {
 		}
 	}
 }
+
+// A Cursor file as it is: a relative envFile is found beside the file that
+// names it, ${workspaceFolder} is the workspace and ${env:VAR} the
+// environment; a disabled server's envFile is not read.
+func TestMCPConfigCursorForms(t *testing.T) {
+	ws := t.TempDir()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "vars.env"), []byte("KEY=fromfile\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("AIBUDDY_TEST_HOSTVAR", "hostval")
+	cursor := filepath.Join(dir, "mcp.json")
+	doc := `{"mcpServers": {
+	  "probe": {"command": "sh", "args": ["-c", "echo key=$KEY ws=$WS h=$H >&2; exit 3"], "envFile": "vars.env",
+	            "env": {"WS": "${workspaceFolder}", "H": "${env:AIBUDDY_TEST_HOSTVAR}"}},
+	  "off": {"command": "x", "envFile": "missing.env", "disabled": true}}}`
+	if err := os.WriteFile(cursor, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	other := t.TempDir() // the current folder must not matter
+	t.Chdir(other)
+	code, out, errs := runCLI(t, cli.Options{}, "tools", "--json", "--mcp-config", cursor, "--workspace", ws)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var got struct{ MCPServers []struct{ Name, State, Error string } }
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("key=fromfile ws=%s h=hostval", ws)
+	for _, s := range got.MCPServers {
+		switch s.Name {
+		case "probe":
+			if !strings.Contains(s.Error, want) {
+				t.Errorf("probe: %q, want stderr %q", s.Error, want)
+			}
+		case "off":
+			if s.State != "disabled" {
+				t.Errorf("off: %+v", s)
+			}
+		}
+	}
+}
