@@ -273,7 +273,9 @@ func TestMCPConfigCursorForms(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	var got struct{ MCPServers []struct{ Name, State, Error string } }
+	var got struct {
+		MCPServers []struct{ Name, State, Error string }
+	}
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatal(err)
 	}
