@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -486,13 +487,33 @@ func toMCP(id string, res *tool.Result) *mcp.CallToolResult {
 	if res.IsError {
 		meta[MetaStage] = string(res.Stage)
 	}
-	if len(res.Evidence) > 0 {
-		if b, err := json.Marshal(res.Evidence); err == nil {
-			meta[MetaEvidence] = json.RawMessage(b)
-		} else {
+	ev := res.Evidence
+	if sc, ok := ev["structured_content"]; ok {
+		// An upstream MCP tool's structuredContent goes back as
+		// structuredContent (MCP 2025-06-18 "Structured Content") when it
+		// is small; a large one is left to the (bounded) text, which
+		// carries the same JSON.
+		if b, err := json.Marshal(sc); err == nil && len(b) <= MaxStructuredBytes {
+			out.StructuredContent = json.RawMessage(b)
+		}
+		ev = maps.Clone(ev)
+		delete(ev, "structured_content")
+	}
+	if len(ev) > 0 {
+		if b, err := json.Marshal(ev); err != nil {
 			meta[MetaEvidence] = fmt.Sprintf("unencodable evidence: %v", err)
+		} else if len(b) > MaxEvidenceBytes {
+			meta[MetaEvidence] = fmt.Sprintf("evidence of %d bytes omitted (over %d); aibuddy calls show %s has it", len(b), MaxEvidenceBytes, id)
+		} else {
+			meta[MetaEvidence] = json.RawMessage(b)
 		}
 	}
 	out.Meta = meta
 	return out
 }
+
+// Bounds on what a result carries besides its content (bytes of JSON).
+const (
+	MaxStructuredBytes = 30000 // structuredContent passed through from an upstream MCP tool
+	MaxEvidenceBytes   = 16 << 10
+)

@@ -84,6 +84,45 @@ func TestResultMapping(t *testing.T) {
 	}
 }
 
+// An upstream tool's small structuredContent is passed through as
+// structuredContent (not copied into _meta); a large one and large
+// evidence stay out of the frame.
+func TestStructuredContentAndEvidenceBounds(t *testing.T) {
+	big := strings.Repeat("x", mcpserver.MaxStructuredBytes)
+	mk := func(name string, ev map[string]any) *tool.Tool {
+		return tool.MustDefine(tool.Spec{Name: name, InputSchema: json.RawMessage(`{"type":"object"}`),
+			Handler: func(context.Context, *tool.Call) (*tool.Result, error) {
+				r := tool.Text("text form")
+				r.Evidence = ev
+				return r, nil
+			}})
+	}
+	cs := connectInMemory(t, oneGroupSet(t,
+		mk("small", map[string]any{"structured_content": map[string]any{"n": 1}, "server": "up"}),
+		mk("large", map[string]any{"structured_content": map[string]any{"s": big}, "blob": big}),
+	), nil)
+	defer cs.Close()
+	ctx := context.Background()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "small", Arguments: map[string]any{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc, _ := json.Marshal(res.StructuredContent); string(sc) != `{"n":1}` {
+		t.Errorf("structuredContent %s", sc)
+	}
+	if ev, _ := json.Marshal(res.Meta[mcpserver.MetaEvidence]); string(ev) != `{"server":"up"}` {
+		t.Errorf("evidence meta %s", ev)
+	}
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "large", Arguments: map[string]any{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, _ := res.Meta[mcpserver.MetaEvidence].(string)
+	if res.StructuredContent != nil || !strings.Contains(ev, "omitted") {
+		t.Errorf("large: structuredContent %v, evidence %q", res.StructuredContent != nil, ev)
+	}
+}
+
 func TestProgressNotificationsCarryEventsNotResults(t *testing.T) {
 	chatty := tool.MustDefine(tool.Spec{Name: "chatty", InputSchema: json.RawMessage(`{"type":"object"}`),
 		Handler: func(ctx context.Context, c *tool.Call) (*tool.Result, error) {
