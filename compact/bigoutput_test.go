@@ -125,7 +125,7 @@ func TestViewHugeOutputFileBoundedMemory(t *testing.T) {
 		start := time.Now()
 		text, ev, alloc := measuredView(t, view, input)
 		t.Logf("%s: %.1f MiB allocated (%s)", name, float64(alloc)/(1<<20), time.Since(start))
-		if alloc > bound {
+		if alloc > bound && !raceEnabled { // race builds drop sync.Pool items: regexp reallocates per Match
 			t.Errorf("%s allocated %d bytes, over %d", name, alloc, bound)
 		}
 		if msg := want(text, ev); msg != "" {

@@ -539,13 +539,13 @@ func TestLocalSearchCircularSymlink(t *testing.T) { // BH-017
 	if strings.Count(got, "a.go") != 1 || !strings.Contains(got, "pkg/sub/loop@") {
 		t.Errorf("ls = %q", got)
 	}
-	if el := time.Since(start); el > 5*time.Second {
+	if el := time.Since(start); el > execHangBound { // a loop followed forever would not end
 		t.Errorf("took %v", el)
 	}
 }
 
 func TestLocalGlobPrunesIgnoredTrees(t *testing.T) { // BH-018 (scaled down under -short)
-	files := 2000
+	files := 500 // pruning, not size, is what is checked (2,000 took 23 s to set up under load)
 	if testing.Short() {
 		files = 200
 	}
