@@ -43,6 +43,7 @@ failure's stage is printed with the error.`,
 					input = []byte(args[1])
 				}
 			}
+			c.builtinCall = args[0]
 			r, err := c.resolve(cmd.Context(), o)
 			if err != nil {
 				return err

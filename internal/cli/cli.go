@@ -111,6 +111,9 @@ type common struct {
 	dataDir   string
 	verbose   bool
 	mcpConfig []string // --mcp-config files: only their "mcpServers" is read
+	// builtinCall names the one tool aibuddy call runs; when it is a
+	// built-in tool, MCP servers are not started.
+	builtinCall string
 	// serveEarly bounds the wait for MCP servers at start-up by
 	// mcp.startupWait (aibuddy mcp); otherwise every server is waited for.
 	serveEarly bool
@@ -294,6 +297,11 @@ func (c *common) resolve(ctx context.Context, o *Options) (*run, error) {
 	if servers, err = nestServers(servers, r.logger); err != nil {
 		r.close()
 		return nil, usageErr("%v", err)
+	}
+	if _, builtin := r.registry.GroupOf(c.builtinCall); builtin && c.builtinCall != "" {
+		// One call of a built-in tool needs no MCP server: none is started
+		// (a hanging one would only delay it).
+		servers = nil
 	}
 	if len(servers) > 0 {
 		r.mcp = mcpclient.Start(ctx, servers, &mcpclient.Options{

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aibuddy/aibuddy/config"
 	"github.com/aibuddy/aibuddy/internal/cli"
@@ -291,5 +292,29 @@ func TestMCPConfigCursorForms(t *testing.T) {
 				t.Errorf("off: %+v", s)
 			}
 		}
+	}
+}
+
+// aibuddy call of a built-in tool starts no MCP server: a hanging one
+// (10-minute initialize timeout here) does not hold it.
+func TestCallBuiltinStartsNoMCPServer(t *testing.T) {
+	ws := t.TempDir()
+	cfg := writeConfig(t, `{"mcp": {"initTimeout": "10m"}, "mcpServers": {"hang": {"command": "sh", "args": ["-c", "sleep 3600"]}}}`)
+	type outcome struct {
+		code int
+		out  string
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		code, out, _ := runCLI(t, cli.Options{}, "call", "--config", cfg, "--workspace", ws, "ls", `{"path":"."}`)
+		done <- outcome{code, out}
+	}()
+	select {
+	case o := <-done:
+		if o.code != 0 {
+			t.Errorf("exit %d: %s", o.code, o.out)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("aibuddy call ls waited for a hanging MCP server")
 	}
 }
