@@ -194,13 +194,7 @@ func TestRunNativeAnthropicOverTheWire(t *testing.T) {
 		Messages []json.RawMessage `json:"messages"`
 		Tools    []json.RawMessage `json:"tools"`
 	}
-	var r1, r2 anthReq
-	if err := json.Unmarshal(reqs[0], &r1); err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(reqs[1], &r2); err != nil {
-		t.Fatal(err)
-	}
+	r1, r2 := decodeTwo[anthReq](t, reqs)
 	if r1.Model != "claude-sonnet-4-5" || !r1.Stream {
 		t.Errorf("request 1: model %q stream %v", r1.Model, r1.Stream)
 	}
@@ -368,13 +362,7 @@ func TestRunNativeOpenAIResponsesOverTheWire(t *testing.T) {
 		Input  []json.RawMessage `json:"input"`
 		Tools  []json.RawMessage `json:"tools"`
 	}
-	var r1, r2 oaReq
-	if err := json.Unmarshal(reqs[0], &r1); err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(reqs[1], &r2); err != nil {
-		t.Fatal(err)
-	}
+	r1, r2 := decodeTwo[oaReq](t, reqs)
 	if r1.Model != "gpt-5.4" || !r1.Stream {
 		t.Errorf("request 1: model %q stream %v", r1.Model, r1.Stream)
 	}
@@ -456,4 +444,16 @@ func rawStrings(rs []json.RawMessage) []string {
 		out[i] = string(r)
 	}
 	return out
+}
+
+// decodeTwo decodes the two request bodies a two-step run sent.
+func decodeTwo[T any](t *testing.T, reqs [][]byte) (r1, r2 T) {
+	t.Helper()
+	if err := json.Unmarshal(reqs[0], &r1); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(reqs[1], &r2); err != nil {
+		t.Fatal(err)
+	}
+	return r1, r2
 }

@@ -16,7 +16,15 @@ import (
 // the settings' dataRetention is unset: 30 days.
 const DefaultDataRetention = 30 * 24 * time.Hour
 
-// pruneData applies the data folder's retention at start-up: every task
+// pruneStamp (in the data folder) records the last retention scan;
+// pruneEvery is how often one runs.
+const (
+	pruneStamp = ".retention-checked"
+	pruneEvery = 24 * time.Hour
+)
+
+// pruneData applies the data folder's retention at start-up (at most once
+// per pruneEvery): every task
 // (run or MCP session) whose newest call started more than retention ago
 // loses its records ([store.Pruner]), its full command outputs
 // (outputs/<taskId>/) and its offloaded calls (compacted_outputs/<taskId>/);
@@ -26,6 +34,15 @@ const DefaultDataRetention = 30 * 24 * time.Hour
 func pruneData(ctx context.Context, st store.Store, dataDir string, retention time.Duration, logger *slog.Logger) {
 	if retention <= 0 {
 		retention = DefaultDataRetention
+	}
+	// Every start of every command comes here (aibuddy call in a script
+	// too): the scan runs at most once per pruneEvery, marked by a stamp.
+	stamp := filepath.Join(dataDir, pruneStamp)
+	if fi, err := os.Stat(stamp); err == nil && time.Since(fi.ModTime()) < pruneEvery {
+		return
+	}
+	if f, err := os.Create(stamp); err == nil {
+		f.Close()
 	}
 	cutoff := time.Now().Add(-retention)
 	var tasks []string

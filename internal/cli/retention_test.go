@@ -67,6 +67,18 @@ func TestDataRetentionPrunesOldTasks(t *testing.T) {
 			t.Errorf("%s was pruned: %v", p, err)
 		}
 	}
+	// The scan ran and is not repeated within a day: an entry made old now
+	// stays until then.
+	if _, err := os.Stat(filepath.Join(data, ".retention-checked")); err != nil {
+		t.Errorf("no retention stamp: %v", err)
+	}
+	stray := write("outputs/execute-legacy2.log", old)
+	if code, _, errs := runCLI(t, cli.Options{}, "tools", "--config", cfg, "--data-dir", data, "--workspace", t.TempDir()); code != 0 {
+		t.Fatalf("second start: exit %d: %s", code, errs)
+	}
+	if _, err := os.Stat(stray); err != nil {
+		t.Errorf("a second start within a day scanned again: %v", err)
+	}
 	st, err = sqlitestore.Open(filepath.Join(data, "records.db"), nil)
 	if err != nil {
 		t.Fatal(err)
