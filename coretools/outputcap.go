@@ -29,10 +29,14 @@ import (
 //     replaced or dropped, binary data counted instead of shown) into
 //     complete lines, which the head+tail accumulator keeps within the cap.
 //
-// Memory stays bounded whatever the command prints: the head holds at most
+// Memory stays bounded whatever the command prints (no newline at all,
+// carriage returns only, binary, escape sequences, long UTF-8 lines, both
+// streams at once) and however large a Write is: the head holds at most
 // MaxOutputChars/2 characters, the tail ring the last MaxOutputChars/2 (at
-// most 4 bytes each, plus compaction slack), and one pending line per
-// stream at most outPendingMax bytes.
+// most 4 bytes each, plus compaction slack), one pending line per stream
+// at most outPendingMax bytes (+ one character), and the committed text of
+// the chunk being processed at most outCommitMax (+ outPendingMax) bytes
+// before it goes to the accumulator (TestOutputCapPendingLineBounded).
 
 // Stream indexes.
 const (
@@ -44,6 +48,10 @@ const (
 // back (so that a later lone '\r' can still erase it). A longer line is
 // committed in pieces; a '\r' after that erases only the uncommitted rest.
 const outPendingMax = 64 << 10
+
+// outCommitMax is the most bytes of committed text one chunk collects
+// before they go to the accumulator.
+const outCommitMax = 64 << 10
 
 // outEscapeMax bounds the bytes of one escape sequence: an OSC or DCS string
 // that never terminates stops being swallowed after this many bytes.
@@ -237,66 +245,90 @@ func (c *outputCap) feed(stream int, p []byte) {
 		}
 	}
 	for i < len(p) {
+		if len(n.line) >= outPendingMax {
+			out = append(out, n.line...)
+			n.line = n.line[:0]
+		}
+		if len(out) >= outCommitMax {
+			// A huge chunk from a caller's Write is committed in pieces,
+			// so out stays small too.
+			c.commit(stream, out)
+			out = out[:0]
+		}
 		if n.esc != escNone {
 			i = n.escape(p, i)
 			continue
 		}
-		j := plainRun(p, i)
-		if j > i {
+		// At most up to outPendingMax: the pending line is cut at the same
+		// byte whatever the chunking (the fuzz test checks it).
+		if j := textRun(p[:min(len(p), i+outPendingMax-n.pending())], i); j > i {
 			out = n.text(out, p[i:j])
 			i = j
-			continue
-		}
-		switch b := p[i]; {
-		case b == '\n':
-			out = append(out, n.line...)
-			out = append(out, '\n')
-			n.line, n.cr = n.line[:0], false
-			i++
-		case b == '\r':
-			n.cr = true // a lone '\r' unless '\n' follows
-			i++
-		case b == 0x1b:
-			n.esc, n.escLen = escStart, 0
-			i++
-		case b == 0:
-			// Binary data: what came before stays; the rest is counted.
-			out = append(out, n.line...)
-			n.line, n.cr, n.binary = nil, false, true
-			n.binAt = c.rawBytes[stream] - int64(len(p)-i)
-			c.binBytes[stream] += int64(len(p) - i)
-			i = len(p)
-		case b == '\b':
-			if !n.cr && len(n.line) > 0 {
-				_, size := utf8.DecodeLastRune(n.line)
-				n.line = n.line[:len(n.line)-size]
-			}
-			i++
-		case b < 0x80:
-			i++ // other C0 controls and DEL: dropped
-		default:
-			r, size := utf8.DecodeRune(p[i:])
-			switch {
-			case r == utf8.RuneError && size == 1 && !utf8.FullRune(p[i:]):
-				n.ncarry = copy(n.carry[:], p[i:]) // cut by the chunk end
-				i = len(p)
-			case r == utf8.RuneError && size == 1:
-				out = n.text(out, replacementChar) // invalid UTF-8, replaced visibly
-				i++
-			case r >= 0x80 && r <= 0x9f:
-				i += size // C1 controls: dropped
-			default:
-				out = n.text(out, p[i:i+size])
-				i += size
-			}
-		}
-		if len(n.line) > outPendingMax {
-			out = append(out, n.line...)
-			n.line = n.line[:0]
+		} else {
+			out, i = c.slow(stream, n, p, i, out)
 		}
 	}
 	c.commit(stream, out)
 	c.buf = out[:0]
+}
+
+// pending is the length of the stream's pending line as the next text
+// sees it (0 after a lone '\r': that text starts the line over).
+func (n *streamNorm) pending() int {
+	if n.cr {
+		return 0
+	}
+	return len(n.line)
+}
+
+// slow handles the byte at p[i] that is not plain text (a newline, a
+// control, an escape, a NUL, or UTF-8) and returns out and where the next
+// byte to handle is.
+func (c *outputCap) slow(stream int, n *streamNorm, p []byte, i int, out []byte) ([]byte, int) {
+	switch b := p[i]; {
+	case b == '\n':
+		out = append(out, n.line...)
+		out = append(out, '\n')
+		n.line, n.cr = n.line[:0], false
+		i++
+	case b == '\r':
+		n.cr = true // a lone '\r' unless '\n' follows
+		i++
+	case b == 0x1b:
+		n.esc, n.escLen = escStart, 0
+		i++
+	case b == 0:
+		// Binary data: what came before stays; the rest is counted.
+		out = append(out, n.line...)
+		n.line, n.cr, n.binary = nil, false, true
+		n.binAt = c.rawBytes[stream] - int64(len(p)-i)
+		c.binBytes[stream] += int64(len(p) - i)
+		i = len(p)
+	case b == '\b':
+		if !n.cr && len(n.line) > 0 {
+			_, size := utf8.DecodeLastRune(n.line)
+			n.line = n.line[:len(n.line)-size]
+		}
+		i++
+	case b < 0x80:
+		i++ // other C0 controls and DEL: dropped
+	default:
+		r, size := utf8.DecodeRune(p[i:])
+		switch {
+		case r == utf8.RuneError && size == 1 && !utf8.FullRune(p[i:]):
+			n.ncarry = copy(n.carry[:], p[i:]) // cut by the chunk end
+			i = len(p)
+		case r == utf8.RuneError && size == 1:
+			out = n.text(out, replacementChar) // invalid UTF-8, replaced visibly
+			i++
+		case r >= 0x80 && r <= 0x9f:
+			i += size // C1 controls: dropped
+		default:
+			out = n.text(out, p[i:i+size])
+			i += size
+		}
+	}
+	return out, i
 }
 
 var replacementChar = []byte(string(utf8.RuneError))
@@ -416,6 +448,23 @@ func plainRun(p []byte, i int) int {
 		i++
 	}
 	return i
+}
+
+// textRun returns the end of the run of text that needs no change: plain
+// bytes (plainRun) and valid UTF-8 characters other than C1 controls. A
+// character cut by the end of p ends the run.
+func textRun(p []byte, i int) int {
+	for {
+		i = plainRun(p, i)
+		if i == len(p) || p[i] < 0x80 {
+			return i
+		}
+		r, size := utf8.DecodeRune(p[i:])
+		if (r == utf8.RuneError && size == 1) || r <= 0x9f {
+			return i
+		}
+		i += size
+	}
 }
 
 // runeCount is utf8.RuneCount for valid UTF-8 (which the normalizer
