@@ -185,8 +185,8 @@ const executeSchema = `{
 // Execution stage that still carry the partial output (BH-030). Evidence
 // keys: exit_code, timed_out, cancelled, duration_ms, output_chars,
 // output_lines, shown_chars, omitted_chars, omitted_lines, stderr_chars,
-// lingering, full_output_path (when kept), binary_bytes (when any),
-// timeout_ms. A sandbox without sandbox.OpExec gives an Execution error; a
+// output_bytes (raw bytes of both streams), lingering, full_output_path and
+// full_output_bytes (when kept), binary_bytes (when any), timeout_ms. A sandbox without sandbox.OpExec gives an Execution error; a
 // workdir outside the workspace an Authorization error; a missing workdir a
 // Parameters error.
 func Execute(sb sandbox.Sandbox, opts *ExecuteOptions) *tool.Tool {
@@ -503,6 +503,7 @@ func (e *executor) result(callID string, timeout time.Duration, o execOutcome, a
 		"omitted_chars": st.OmittedChars,
 		"omitted_lines": st.OmittedLines,
 		"stderr_chars":  st.StderrChars,
+		"output_bytes":  st.RawBytes[outStdout] + st.RawBytes[outStderr],
 		"lingering":     res.Lingering,
 		"escaped":       res.Escaped,
 		"timeout_ms":    timeout.Milliseconds(),
@@ -512,6 +513,7 @@ func (e *executor) result(callID string, timeout time.Duration, o execOutcome, a
 	}
 	if st.FilePath != "" {
 		ev["full_output_path"] = st.FilePath
+		ev["full_output_bytes"] = st.FileBytes
 	}
 	if bin := st.BinaryBytes[0] + st.BinaryBytes[1]; bin > 0 {
 		ev["binary_bytes"] = bin
