@@ -206,8 +206,14 @@ type Limits struct {
 	// omitted and the view_tool_call that recovers it from the call's
 	// record. Default 30,000 characters.
 	ResultMaxChars int `json:"resultMaxChars,omitempty"`
-	// ExecEnv names host environment variables passed through to commands
-	// on top of the safe default set (PATH, HOME, LANG, ...).
+	// ExecEnv changes the commands' environment, which is a safe default
+	// set (PATH, HOME, LANG, ... from the host) plus the non-interactive
+	// variables CI=1, DEBIAN_FRONTEND=noninteractive, GIT_TERMINAL_PROMPT=0,
+	// GH_PROMPT_DISABLED=1, PIP_NO_INPUT=1, NO_COLOR=1, TERM=dumb,
+	// PAGER/GIT_PAGER/GH_PAGER/MANPAGER=cat, EDITOR/VISUAL/GIT_EDITOR=true.
+	// Entries apply in order: "NAME" passes the host's NAME through (e.g.
+	// GOPATH), "NAME=VALUE" sets it (e.g. "CI=0"), "-NAME" removes it
+	// (e.g. "-CI"). Default none.
 	ExecEnv []string `json:"execEnv,omitempty"`
 }
 
@@ -416,9 +422,36 @@ func (c *Config) validate() error {
 	default:
 		return fmt.Errorf("provider.nativeToolSearch: %q (want auto, on or off)", c.Provider.NativeToolSearch)
 	}
+	for i, e := range l.ExecEnv {
+		if err := validEnvEntry(e); err != nil {
+			return fmt.Errorf("limits.execEnv[%d]: %v", i, err)
+		}
+	}
 	for i, k := range c.ToolKeys {
 		if strings.TrimSpace(k) == "" {
 			return fmt.Errorf("toolKeys[%d] is empty", i)
+		}
+	}
+	return nil
+}
+
+// validEnvEntry checks one limits.execEnv entry: NAME, NAME=VALUE or -NAME,
+// NAME of letters, digits and '_', not starting with a digit (the rule
+// localsandbox.ValidEnvOverride applies; config does not import it).
+func validEnvEntry(o string) error {
+	k, _, set := strings.Cut(o, "=")
+	if strings.HasPrefix(k, "-") {
+		if set {
+			return fmt.Errorf("%q: -NAME removes a variable and takes no value", o)
+		}
+		k = k[1:]
+	}
+	if k == "" {
+		return fmt.Errorf("%q: no variable name (want NAME, NAME=VALUE or -NAME)", o)
+	}
+	for i, r := range k {
+		if !(r == '_' || r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || i > 0 && r >= '0' && r <= '9') {
+			return fmt.Errorf("%q: %q is not a variable name (letters, digits and _, not starting with a digit)", o, k)
 		}
 	}
 	return nil

@@ -40,9 +40,13 @@ type ExecuteOptions struct {
 	// (runes) after normalization: the first half and the last half are
 	// kept, the middle is replaced by a marker. Default 30,000 characters.
 	MaxOutputChars int
-	// Env names host environment variables passed through to commands in
-	// addition to the sandbox's safe default (for example GOPATH,
-	// HTTPS_PROXY). It takes effect when the sandbox offers
+	// Env changes the sandbox's safe default environment (for the local
+	// sandbox: PATH, HOME, LANG, ... plus the non-interactive set CI=1,
+	// DEBIAN_FRONTEND=noninteractive, GIT_TERMINAL_PROMPT=0, NO_COLOR=1,
+	// TERM=dumb, pagers "cat", editors "true"; localsandbox.DefaultEnv),
+	// applied in order: NAME passes the host's NAME through when set (for
+	// example GOPATH, HTTPS_PROXY), NAME=VALUE sets it (CI=0), -NAME
+	// removes it (-CI). It takes effect when the sandbox offers
 	// ExecEnv([]string) []string (the local sandbox does); otherwise the
 	// sandbox's default environment is used unchanged. Default none.
 	Env []string
@@ -141,9 +145,9 @@ func exKept(maxChars int) string {
 }
 
 // execEnver is offered by sandboxes that can build their default command
-// environment plus host pass-through variables (localsandbox.Sandbox).
+// environment with overrides (localsandbox.Sandbox).
 type execEnver interface {
-	ExecEnv(passThrough []string) []string
+	ExecEnv(overrides []string) []string
 }
 
 // executeInput is the decoded input of one call.

@@ -255,6 +255,30 @@ func TestExecuteEnvPassThrough(t *testing.T) {
 	}
 }
 
+// The command's environment says "not interactive" (CI=1 and the rest of
+// localsandbox.DefaultEnv's set), and the settings' overrides (Env:
+// NAME=VALUE, -NAME, NAME) change it: checked through real programs that
+// read them (sh's parameter expansion and git's own view of its pager).
+func TestExecuteNonInteractiveEnv(t *testing.T) {
+	r := newExecRig(t, nil, nil)
+	res, _ := r.call(context.Background(), map[string]any{"command": `echo "CI=${CI-unset} DEBIAN_FRONTEND=${DEBIAN_FRONTEND-unset} GIT_TERMINAL_PROMPT=$GIT_TERMINAL_PROMPT GH_PROMPT_DISABLED=$GH_PROMPT_DISABLED PIP_NO_INPUT=$PIP_NO_INPUT MANPAGER=$MANPAGER GH_PAGER=$GH_PAGER"`})
+	if want := "CI=1 DEBIAN_FRONTEND=noninteractive GIT_TERMINAL_PROMPT=0 GH_PROMPT_DISABLED=1 PIP_NO_INPUT=1 MANPAGER=cat GH_PAGER=cat"; body(res) != want {
+		t.Errorf("default environment:\n got %s\nwant %s", body(res), want)
+	}
+	t.Setenv("AIBUDDY_TEST_PAGER", "less -R")
+	r = newExecRig(t, nil, &ExecuteOptions{Env: []string{"CI=0", "-DEBIAN_FRONTEND", "GIT_PAGER=more", "AIBUDDY_TEST_PAGER"}})
+	res, _ = r.call(context.Background(), map[string]any{"command": `echo "CI=${CI-unset} DEBIAN_FRONTEND=${DEBIAN_FRONTEND-unset} T=$AIBUDDY_TEST_PAGER"`})
+	if want := "CI=0 DEBIAN_FRONTEND=unset T=less -R"; body(res) != want {
+		t.Errorf("overridden environment:\n got %s\nwant %s", body(res), want)
+	}
+	if _, err := exec.LookPath("git"); err == nil {
+		res, _ = r.call(context.Background(), map[string]any{"command": "git var GIT_PAGER"})
+		if body(res) != "more" {
+			t.Errorf("git var GIT_PAGER: %s", res.AllText())
+		}
+	}
+}
+
 // unsupportedSandbox offers no operation; slowSandbox ignores ctx and
 // never stops. Both embed the interface for the methods they do not use.
 type unsupportedSandbox struct{ sandbox.Sandbox }

@@ -13,6 +13,7 @@ import (
 	"github.com/aibuddy/aibuddy/config"
 	"github.com/aibuddy/aibuddy/coretools"
 	"github.com/aibuddy/aibuddy/internal/cli"
+	"github.com/aibuddy/aibuddy/sandbox/localsandbox"
 )
 
 // config validates limits.execDefaultTimeout against its own copy of the
@@ -21,6 +22,17 @@ func TestConfigKnowsExecuteDefaultMaxTimeout(t *testing.T) {
 	if config.DefaultExecMaxTimeout != coretools.DefaultExecMaxTimeout {
 		t.Errorf("config.DefaultExecMaxTimeout %v, coretools.DefaultExecMaxTimeout %v",
 			config.DefaultExecMaxTimeout, coretools.DefaultExecMaxTimeout)
+	}
+}
+
+// config checks limits.execEnv entries with its own copy of the rule the
+// local sandbox applies; they must agree.
+func TestConfigKnowsExecEnvRule(t *testing.T) {
+	for _, e := range []string{"CI", "CI=", "CI=0", "-CI", "_X1=a=b", "", "-", "1X", "-A=b", "A B", "=v", "--A", "é"} {
+		_, err := config.Parse([]byte(fmt.Sprintf(`{"limits": {"execEnv": [%q]}}`, e)))
+		if ok := localsandbox.ValidEnvOverride(e) == nil; (err == nil) != ok {
+			t.Errorf("%q: config says %v, localsandbox ok=%v", e, err, ok)
+		}
 	}
 }
 
@@ -115,5 +127,25 @@ func TestExecStopAndFileSettings(t *testing.T) {
 	if fi, err := os.Stat(path); err != nil || fi.Size() != 1000 ||
 		!strings.Contains(res.Content[0].Text, "stopped at the 1,000-byte limit") {
 		t.Errorf("full output %s: %v %v\n%.600s", path, fi, err, res.Content[0].Text)
+	}
+}
+
+// A command run through aibuddy call sees the non-interactive environment
+// (CI=1, DEBIAN_FRONTEND=noninteractive), and limits.execEnv changes it.
+func TestExecEnvSettingsReachCommand(t *testing.T) {
+	ws, data := t.TempDir(), t.TempDir()
+	cmd := `{"command":"echo CI=${CI-unset} DF=${DEBIAN_FRONTEND-unset} GTP=$GIT_TERMINAL_PROMPT"}`
+	body := func(res callJSON) string {
+		_, b, _ := strings.Cut(res.Content[0].Text, "\n---\n")
+		return b
+	}
+	res := callExecute(t, []string{"--workspace", ws, "--data-dir", data}, cmd)
+	if got := body(res); got != "CI=1 DF=noninteractive GTP=0" {
+		t.Errorf("default environment: %q", got)
+	}
+	conf := writeConfig(t, `{"limits": {"execEnv": ["CI=0", "-DEBIAN_FRONTEND"]}}`)
+	res = callExecute(t, []string{"--workspace", ws, "--data-dir", data, "--config", conf}, cmd)
+	if got := body(res); got != "CI=0 DF=unset GTP=0" {
+		t.Errorf("with limits.execEnv: %q", got)
 	}
 }

@@ -144,16 +144,36 @@ func (s *Sandbox) execDir(rel string) (string, error) {
 }
 
 // defaultEnvFixed are set in every default environment, whatever the host
-// has: colour off at the source (BH-026), no pager, no editor, no terminal
-// prompt (BH-025).
+// has (BH-025, BH-026). A command has no terminal and empty stdin, so every
+// prompt, pager, editor and colour is turned off at the source; the list
+// follows what coding agents set for their shells (Codex's exec
+// environment: NO_COLOR, TERM=dumb, PAGER, GIT_PAGER, GH_PAGER and a CI
+// marker; crush's background shells: the same pagers and colour):
+//
+//   - CI=1: the common "not interactive" signal (npm, yarn, pnpm, jest,
+//     vitest, create-* scaffolders, many CLIs: no prompts, no watch mode,
+//     no spinners);
+//   - DEBIAN_FRONTEND=noninteractive: apt and dpkg never ask;
+//   - GIT_TERMINAL_PROMPT=0, GH_PROMPT_DISABLED=1, PIP_NO_INPUT=1: git,
+//     gh and pip fail instead of asking for credentials or confirmation;
+//   - PAGER, GIT_PAGER, GH_PAGER, MANPAGER=cat: no pager waits for a key;
+//   - GIT_EDITOR, EDITOR, VISUAL=true: an editor "succeeds" at once (git
+//     commit without -m keeps the default message or aborts);
+//   - NO_COLOR=1, TERM=dumb: no colour or cursor codes.
 var defaultEnvFixed = []string{
-	"NO_COLOR=1",
-	"TERM=dumb",
-	"GIT_TERMINAL_PROMPT=0",
-	"PAGER=cat",
-	"GIT_PAGER=cat",
-	"GIT_EDITOR=true",
+	"CI=1",
+	"DEBIAN_FRONTEND=noninteractive",
 	"EDITOR=true",
+	"GH_PAGER=cat",
+	"GH_PROMPT_DISABLED=1",
+	"GIT_EDITOR=true",
+	"GIT_PAGER=cat",
+	"GIT_TERMINAL_PROMPT=0",
+	"MANPAGER=cat",
+	"NO_COLOR=1",
+	"PAGER=cat",
+	"PIP_NO_INPUT=1",
+	"TERM=dumb",
 	"VISUAL=true",
 }
 
@@ -164,16 +184,25 @@ var defaultEnvHost = []string{"PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "USER"
 // KEY=VALUE sorted by key: PATH, HOME, LANG, LC_ALL, TMPDIR, USER and SHELL
 // from the host when set there (PATH defaults to
 // /usr/local/bin:/usr/bin:/bin, LANG to C.UTF-8 when neither LANG nor
-// LC_ALL is set), plus NO_COLOR=1, TERM=dumb, GIT_TERMINAL_PROMPT=0,
-// PAGER=cat, GIT_PAGER=cat, GIT_EDITOR=true, EDITOR=true and VISUAL=true
-// (BH-025, BH-026). The host's other variables (tokens, keys) are never
-// included.
+// LC_ALL is set), plus the non-interactive set CI=1,
+// DEBIAN_FRONTEND=noninteractive, EDITOR=true, GH_PAGER=cat,
+// GH_PROMPT_DISABLED=1, GIT_EDITOR=true, GIT_PAGER=cat,
+// GIT_TERMINAL_PROMPT=0, MANPAGER=cat, NO_COLOR=1, PAGER=cat,
+// PIP_NO_INPUT=1, TERM=dumb and VISUAL=true (BH-025, BH-026). The host's
+// other variables (tokens, keys) are never included.
 //
-// passThrough names further host variables to copy when set (configured by
-// the operator, e.g. GOPATH or a proxy); they override the defaults above,
-// so a configured PAGER wins. lookup reads the host environment; nil means
-// os.LookupEnv.
-func DefaultEnv(lookup func(string) (string, bool), passThrough ...string) []string {
+// overrides (the operator's settings, limits.execEnv) are applied in
+// order after the defaults, each one of:
+//
+//   - NAME: the host's NAME is copied when set there (e.g. GOPATH, a
+//     proxy); it replaces the default, so a host PAGER wins when named;
+//   - NAME=VALUE: NAME is set to VALUE (e.g. CI=0, or TERM=xterm);
+//   - -NAME: NAME is removed (e.g. -CI: the command sees no CI at all).
+//
+// Malformed entries (empty, a name with '=' or spaces after '-') are
+// ignored; [ValidEnvOverride] tells them apart for settings validation.
+// lookup reads the host environment; nil means os.LookupEnv.
+func DefaultEnv(lookup func(string) (string, bool), overrides ...string) []string {
 	if lookup == nil {
 		lookup = os.LookupEnv
 	}
@@ -193,12 +222,19 @@ func DefaultEnv(lookup func(string) (string, bool), passThrough ...string) []str
 	if m["LANG"] == "" && m["LC_ALL"] == "" {
 		m["LANG"] = "C.UTF-8"
 	}
-	for _, k := range passThrough {
-		if k == "" || strings.ContainsRune(k, '=') {
+	for _, o := range overrides {
+		if ValidEnvOverride(o) != nil {
 			continue
 		}
-		if v, ok := lookup(k); ok {
+		switch k, v, set := strings.Cut(o, "="); {
+		case set:
 			m[k] = v
+		case strings.HasPrefix(k, "-"):
+			delete(m, k[1:])
+		default:
+			if v, ok := lookup(k); ok {
+				m[k] = v
+			}
 		}
 	}
 	env := make([]string, 0, len(m))
@@ -209,11 +245,33 @@ func DefaultEnv(lookup func(string) (string, bool), passThrough ...string) []str
 	return env
 }
 
+// ValidEnvOverride reports whether o is an override DefaultEnv applies:
+// NAME, NAME=VALUE or -NAME, where NAME is letters, digits and '_' and
+// does not start with a digit. The error says what is wrong.
+func ValidEnvOverride(o string) error {
+	k, _, set := strings.Cut(o, "=")
+	if strings.HasPrefix(k, "-") {
+		if set {
+			return fmt.Errorf("%q: -NAME removes a variable and takes no value", o)
+		}
+		k = k[1:]
+	}
+	if k == "" {
+		return fmt.Errorf("%q: no variable name (want NAME, NAME=VALUE or -NAME)", o)
+	}
+	for i, r := range k {
+		if !(r == '_' || r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || i > 0 && r >= '0' && r <= '9') {
+			return fmt.Errorf("%q: %q is not a variable name (letters, digits and _, not starting with a digit)", o, k)
+		}
+	}
+	return nil
+}
+
 // ExecEnv is [DefaultEnv] over the host environment with the given
-// pass-through names. Tool layers find it by type assertion to add
-// configured variables without knowing the adapter.
-func (s *Sandbox) ExecEnv(passThrough []string) []string {
-	return DefaultEnv(nil, passThrough...)
+// overrides (NAME, NAME=VALUE, -NAME). Tool layers find it by type
+// assertion to apply configured variables without knowing the adapter.
+func (s *Sandbox) ExecEnv(overrides []string) []string {
+	return DefaultEnv(nil, overrides...)
 }
 
 // execMarkerKey is the environment variable that marks a command's

@@ -296,7 +296,8 @@ func TestExecDefaultEnv(t *testing.T) {
 		t.Errorf("host secret leaked into the default environment:\n%s", r.out)
 	}
 	for _, kv := range []string{"NO_COLOR=1", "TERM=dumb", "GIT_TERMINAL_PROMPT=0", "PAGER=cat", "GIT_PAGER=cat",
-		"GIT_EDITOR=true", "EDITOR=true", "VISUAL=true", "PATH=" + os.Getenv("PATH")} {
+		"GIT_EDITOR=true", "EDITOR=true", "VISUAL=true", "CI=1", "DEBIAN_FRONTEND=noninteractive", "GH_PAGER=cat",
+		"GH_PROMPT_DISABLED=1", "MANPAGER=cat", "PIP_NO_INPUT=1", "PATH=" + os.Getenv("PATH")} {
 		if !strings.Contains("\n"+r.out, "\n"+kv+"\n") {
 			t.Errorf("env lacks %s:\n%s", kv, r.out)
 		}
@@ -324,11 +325,24 @@ func TestDefaultEnvBuilder(t *testing.T) {
 	if strings.Contains(got, "AWS_") || strings.Contains(got, "GOPATH") || strings.Contains(got, "LC_ALL") {
 		t.Errorf("DefaultEnv copied a variable it should not: %v", env)
 	}
-	env = DefaultEnv(lookup, "GOPATH", "PAGER", "MISSING", "BAD=NAME")
+	env = DefaultEnv(lookup, "GOPATH", "PAGER", "MISSING", "CI=0", "TERM=xterm=256", "-DEBIAN_FRONTEND", "-NOT_SET",
+		"", "-", "1X", "-A=b", "A B", "=v")
 	got = "\n" + strings.Join(env, "\n") + "\n"
 	if !strings.Contains(got, "\nGOPATH=/g\n") || !strings.Contains(got, "\nPAGER=less\n") || !strings.Contains(got, "\nGIT_PAGER=cat\n") ||
-		strings.Contains(got, "MISSING") {
-		t.Errorf("pass-through: %v", env)
+		!strings.Contains(got, "\nCI=0\n") || !strings.Contains(got, "\nTERM=xterm=256\n") ||
+		strings.Contains(got, "MISSING") || strings.Contains(got, "DEBIAN_FRONTEND") {
+		t.Errorf("overrides: %v", env)
+	}
+	for _, kv := range env {
+		if ValidEnvOverride(strings.SplitN(kv, "=", 2)[0]) != nil {
+			t.Errorf("a malformed override reached the environment: %q", kv)
+		}
+	}
+	for o, ok := range map[string]bool{"CI": true, "CI=": true, "CI=0": true, "-CI": true, "_X1=a=b": true,
+		"": false, "-": false, "1X": false, "-A=b": false, "A B": false, "=v": false, "--A": false} {
+		if err := ValidEnvOverride(o); (err == nil) != ok {
+			t.Errorf("ValidEnvOverride(%q) = %v, want ok=%v", o, err, ok)
+		}
 	}
 	host["LC_ALL"] = "de_DE.UTF-8"
 	if got := strings.Join(DefaultEnv(lookup), "\n"); strings.Contains(got, "LANG=") || !strings.Contains(got, "LC_ALL=de_DE.UTF-8") {
