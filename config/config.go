@@ -173,10 +173,11 @@ type Sandbox struct {
 	// command's process group (on timeout or cancellation), as a duration.
 	// Default 2 s (localsandbox.DefaultKillDelay).
 	KillDelay Duration `json:"killDelay,omitempty"`
-	// DrainGrace is how long output is still read after the shell exits
-	// while background processes hold the output open; then they are
-	// killed and the result says so. A duration; default 1 s
-	// (localsandbox.DefaultDrainGrace).
+	// DrainGrace bounds how long output is still read after the shell
+	// exits while background processes hold the output open: until the
+	// command has run DrainGrace in all, and at least DrainGrace/4 after
+	// the exit; then they are killed and the result says so. A duration;
+	// default 1 s (localsandbox.DefaultDrainGrace).
 	DrainGrace Duration `json:"drainGrace,omitempty"`
 }
 

@@ -115,7 +115,8 @@ func TestExecStopAndFileSettings(t *testing.T) {
 		t.Errorf("not timed out: %v", res.Evidence)
 	}
 	atLeast(res, 100*time.Millisecond+2500*time.Millisecond)
-	// A background writer keeps the output open: read for drainGrace.
+	// A background writer keeps the output open: read until the command
+	// has run drainGrace.
 	res = callExecute(t, common, `{"command":"(while :; do echo x; sleep 0.2; done) &"}`)
 	if res.Evidence["lingering"] != true {
 		t.Errorf("not lingering: %v", res.Evidence)

@@ -19,8 +19,9 @@ const (
 	// DefaultKillDelay is Options.KillDelay when unset: the wait between
 	// SIGTERM and SIGKILL to a stopped command's process group.
 	DefaultKillDelay = 2 * time.Second
-	// DefaultDrainGrace is Options.DrainGrace when unset: how long output
-	// is still read after the shell exits while descendants hold it open.
+	// DefaultDrainGrace is Options.DrainGrace when unset: output held open
+	// by descendants after the shell exits is read until the command has
+	// run this long, and at least a quarter of it after the exit.
 	DefaultDrainGrace = 1 * time.Second
 )
 
@@ -51,9 +52,13 @@ const (
 //     Options.KillDelay (default 2 s).
 //   - Lingering output: when the shell has exited but descendants still
 //     hold the output pipes open (a background writer, a process
-//     substitution's tee), output is read for Options.DrainGrace (default
-//     1 s) more; then the group is killed, reading stops and Lingering is
-//     set.
+//     substitution's tee), output is read until the command has run
+//     Options.DrainGrace (default 1 s) in all, and at least DrainGrace/4
+//     after the exit; then the group is killed, reading stops and
+//     Lingering is set. So "cmd &" alone returns after DrainGrace, and a
+//     foreground that ran longer is not extended by a full DrainGrace
+//     (BH-021: "(while :; do echo tick; sleep 0.1; done) & sleep 1" returns
+//     after about 1.25 s, not 2 s).
 //   - When Exec returns, no process of the group is left running: the
 //     group is sent SIGKILL after the shell exits, so background jobs do
 //     not outlive the call. On Linux, a descendant that left the group

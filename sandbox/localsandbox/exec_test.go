@@ -583,3 +583,56 @@ func TestExecStopsSetsidEscapees(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// The drain grace runs from the command's start, so a chatty background
+// writer does not add a whole grace to a foreground that ran longer
+// (issue 10: BH-021's command returned after 2 s with the 1 s default: the
+// 1 s foreground, then the 1 s grace from the exit). Checked on the
+// mechanism (Exec's trace of its timers), not on wall time: the one timer
+// that ends the run is the drain timer, due at start + DrainGrace when the
+// shell exits at once and at exit + DrainGrace/4 when the foreground ran
+// past the grace; no SIGTERM/kill-delay timer is involved.
+func TestExecDrainGraceRunsFromStart(t *testing.T) {
+	const grace = 600 * time.Millisecond
+	for _, tc := range []struct {
+		name, cmd string
+		late      bool // the shell exits after the grace has run out
+	}{
+		{"exits at once", "(while :; do echo tick; sleep 0.05; done) &", false},
+		{"foreground runs longer (BH-021)", "(while :; do echo tick; sleep 0.05; done) & sleep 1; echo fg-done", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sb, _ := newExecSandbox(t, &Options{DrainGrace: grace, KillDelay: 5 * time.Second})
+			var steps []execTrace
+			sb.trace = func(e execTrace) { steps = append(steps, e) } // Exec's own goroutine only
+			r := runExec(t, context.Background(), sb, sandbox.ExecRequest{Command: tc.cmd})
+			if r.err != nil || !r.res.Lingering || r.res.ExitCode != 0 {
+				t.Fatalf("res %+v err %v", r.res, r.err)
+			}
+			var names []string
+			at := map[string]execTrace{}
+			for _, s := range steps {
+				names = append(names, s.what)
+				at[s.what] = s
+			}
+			if got, want := strings.Join(names, " "), "start exited drain-armed drain-fired"; !strings.HasPrefix(got, want) ||
+				strings.Contains(got, "kill-") || strings.Count(got, "drain-armed") != 1 || !strings.HasSuffix(got, "returned") {
+				t.Fatalf("steps %q: want %q, the drain timer armed once, no kill timer, then returned", got, want)
+			}
+			start, exited, due := at["start"].at, at["exited"].at, at["drain-armed"].due
+			want := start.Add(grace) // the grace from the start ...
+			if settle := exited.Add(grace / 4); settle.After(want) {
+				want = settle // ... and at least a quarter of it after the exit
+			}
+			if tc.late && !want.Equal(exited.Add(grace/4)) {
+				t.Errorf("the foreground ended %v after the start, inside the %v grace", exited.Sub(start), grace)
+			}
+			if !due.Equal(want) {
+				t.Errorf("drain timer due %v after the start, want %v (exit at %v)", due.Sub(start), want.Sub(start), exited.Sub(start))
+			}
+			if fired := at["drain-fired"].at; fired.Before(due) {
+				t.Errorf("the drain timer fired %v before it was due", due.Sub(fired))
+			}
+		})
+	}
+}

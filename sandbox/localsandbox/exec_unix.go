@@ -49,6 +49,11 @@ func (s *Sandbox) run(ctx context.Context, req sandbox.ExecRequest, spec runSpec
 	cmd.Stdout = outW
 	cmd.Stderr = errW
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	trace := func(what string, at, due time.Time) {
+		if s.trace != nil {
+			s.trace(execTrace{what: what, at: at, due: due})
+		}
+	}
 	start := time.Now()
 	err = cmd.Start()
 	outW.Close()
@@ -57,6 +62,7 @@ func (s *Sandbox) run(ctx context.Context, req sandbox.ExecRequest, spec runSpec
 		return nil, fmt.Errorf("localsandbox: exec: start %s: %w", s.opts.Shell, err)
 	}
 	pgid := cmd.Process.Pid // setsid: the shell leads its own group
+	trace("start", start, time.Time{})
 
 	var mu sync.Mutex // serializes writes to req.Stdout and req.Stderr
 	var readers sync.WaitGroup
@@ -99,18 +105,32 @@ func (s *Sandbox) run(ctx context.Context, req sandbox.ExecRequest, spec runSpec
 		killGroup(pgid, syscall.SIGTERM)
 		t := time.NewTimer(spec.killDelay)
 		killC = t.C
+		now := time.Now()
+		trace("kill-armed", now, now.Add(spec.killDelay))
 	}
 	for !(shellDone && (outputDone || killed)) {
 		select {
 		case <-exitedC:
 			exitedC, shellDone = nil, true
+			now := time.Now()
+			trace("exited", now, time.Time{})
 			if !outputDone && !stopping { // when stopping, killC decides
-				t := time.NewTimer(spec.drainGrace)
+				// The grace runs from the start, not from the exit: a
+				// background writer does not add DrainGrace to a
+				// foreground that ran longer (BH-021). A forwarder still
+				// gets DrainGrace/4 after the exit.
+				due := start.Add(spec.drainGrace)
+				if settle := now.Add(spec.drainGrace / 4); settle.After(due) {
+					due = settle
+				}
+				t := time.NewTimer(due.Sub(now))
 				defer t.Stop()
 				graceC = t.C
+				trace("drain-armed", now, due)
 			}
 		case <-drainedC:
 			drainedC, outputDone = nil, true
+			trace("drained", time.Now(), time.Time{})
 		case <-timeoutC:
 			res.TimedOut = true
 			stop()
@@ -119,6 +139,7 @@ func (s *Sandbox) run(ctx context.Context, req sandbox.ExecRequest, spec runSpec
 			stop()
 		case <-killC:
 			killC = nil
+			trace("kill-fired", time.Now(), time.Time{})
 			killGroup(pgid, syscall.SIGKILL)
 			killed = true
 			if shellDone && !outputDone {
@@ -126,6 +147,7 @@ func (s *Sandbox) run(ctx context.Context, req sandbox.ExecRequest, spec runSpec
 			}
 		case <-graceC:
 			graceC = nil
+			trace("drain-fired", time.Now(), time.Time{})
 			killGroup(pgid, syscall.SIGKILL)
 			killed = true
 			if !outputDone {
@@ -153,6 +175,7 @@ func (s *Sandbox) run(ctx context.Context, req sandbox.ExecRequest, spec runSpec
 		waitErr = cmd.Wait()
 	}
 	res.Duration = time.Since(start)
+	trace("returned", start.Add(res.Duration), time.Time{})
 	res.ExitCode = -1
 	if cmd.ProcessState != nil {
 		res.ExitCode = cmd.ProcessState.ExitCode()

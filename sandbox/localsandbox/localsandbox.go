@@ -32,9 +32,14 @@ type Options struct {
 	// process group (on timeout or cancellation) before sending SIGKILL.
 	// Default 2 s.
 	KillDelay time.Duration
-	// DrainGrace is how long Exec keeps reading output after the shell has
-	// exited while descendants still hold the output pipes open; then it
-	// kills the rest of the group and reports Lingering. Default 1 s.
+	// DrainGrace bounds how long Exec keeps reading output after the shell
+	// has exited while descendants still hold the output pipes open: until
+	// the command has run DrainGrace in all, and at least DrainGrace/4
+	// after the shell's exit (for a forwarder such as a process
+	// substitution's tee to deliver what it holds); then it kills the rest
+	// of the group and reports Lingering. A command whose shell exits at
+	// once returns after DrainGrace; one whose foreground runs longer
+	// returns DrainGrace/4 after its exit. Default 1 s.
 	DrainGrace time.Duration
 }
 
@@ -48,6 +53,15 @@ type Sandbox struct {
 	writeMu sync.Mutex // serializes Write and Edit (read-modify-write)
 
 	lineByLine bool // grep never scans whole buffers (tests compare both ways)
+
+	trace func(execTrace) // Exec's stop mechanism, for tests; nil in use
+}
+
+// execTrace is one step of Exec's stop mechanism: what happened, when, and
+// for a timer that was armed, when it is due.
+type execTrace struct {
+	what    string // "start", "exited", "drain-armed", "drain-fired", "kill-armed", "kill-fired", "drained", "returned"
+	at, due time.Time
 }
 
 var _ sandbox.Sandbox = (*Sandbox)(nil)
