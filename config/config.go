@@ -201,6 +201,12 @@ type Limits struct {
 	// dataDir/outputs, in bytes; past it the file stops growing and the
 	// result says so. Default 1,073,741,824 (1 GiB).
 	ExecMaxOutputFileBytes int64 `json:"execMaxOutputFileBytes,omitempty"`
+	// DataDirMaxBytes bounds the whole data folder (records, full outputs,
+	// offloaded compactions), in bytes: before a full output file grows
+	// past it, the oldest full outputs and offloaded compactions are
+	// removed (records never are); when nothing is left to remove the file
+	// stops growing and the result says so. Default 10,737,418,240 (10 GiB).
+	DataDirMaxBytes int64 `json:"dataDirMaxBytes,omitempty"`
 	// ResultMaxChars bounds the text of every tool result the model sees
 	// (MCP tools, file tools, execute), in characters: a larger result
 	// keeps its first and last halves with a header naming what was
@@ -376,8 +382,8 @@ func (c *Config) validate() error {
 		"limits.searchTimeout": int64(l.SearchTimeout), "limits.execDefaultTimeout": int64(l.ExecDefaultTimeout),
 		"limits.execMaxTimeout": int64(l.ExecMaxTimeout), "limits.execGrace": int64(l.ExecGrace),
 		"limits.execHeartbeat": int64(l.ExecHeartbeat), "limits.execMaxOutputChars": int64(l.ExecMaxOutputChars),
-		"limits.execMaxOutputFileBytes": l.ExecMaxOutputFileBytes,
-		"sandbox.killDelay":             int64(c.Sandbox.KillDelay), "sandbox.drainGrace": int64(c.Sandbox.DrainGrace),
+		"limits.execMaxOutputFileBytes": l.ExecMaxOutputFileBytes, "limits.dataDirMaxBytes": l.DataDirMaxBytes,
+		"sandbox.killDelay": int64(c.Sandbox.KillDelay), "sandbox.drainGrace": int64(c.Sandbox.DrainGrace),
 		"discovery.perServer": int64(c.Discovery.PerServer), "discovery.total": int64(c.Discovery.Total),
 		"limits.resultMaxChars":   int64(l.ResultMaxChars),
 		"discovery.searchResults": int64(c.Discovery.SearchResults), "discovery.searchMax": int64(c.Discovery.SearchMax),

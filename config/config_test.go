@@ -57,6 +57,7 @@ func TestParseErrorsNameTheKey(t *testing.T) {
 		`{"agent": {"contextBudgetTokens": 60000}}`:                                   ``,
 		`{"limits": {"resultMaxChars": -5}}`:                                          `negative values for limits.resultMaxChars`,
 		`{"limits": {"resultMaxChars": 50000}}`:                                       ``,
+		`{"limits": {"dataDirMaxBytes": -1}}`:                                         `negative values for limits.dataDirMaxBytes`,
 		`{"limits": {"execEnv": ["GOPATH", "CI=0", "-DEBIAN_FRONTEND", "X="]}}`:       ``,
 		`{"limits": {"execEnv": ["GOPATH", "-CI=1"]}}`:                                `limits.execEnv[1]: "-CI=1": -NAME removes a variable and takes no value`,
 		`{"limits": {"execEnv": ["=1"]}}`:                                             `limits.execEnv[0]: "=1": no variable name`,

@@ -64,6 +64,13 @@ type ExecuteOptions struct {
 	// MaxOutputFileBytes bounds one full output file, in bytes; past it the
 	// file stops growing and the result says so. Default 1 GiB.
 	MaxOutputFileBytes int64
+	// Quota bounds the total size of the data folder the full output files
+	// live in, removing the oldest full outputs (and other files under
+	// Quota.Evict) to make room; when no room is left the file stops
+	// growing, and the result says so and offers no lines that were not
+	// kept. nil means the defaults: OutputDir itself, 10 GiB, its own
+	// files evictable. Only used with OutputDir.
+	Quota *DataQuota
 }
 
 // Defaults of ExecuteOptions (config.DefaultExecMaxTimeout repeats
@@ -190,11 +197,15 @@ const executeSchema = `{
 // keys: exit_code, timed_out, cancelled, duration_ms, output_chars,
 // output_lines, shown_chars, omitted_chars, omitted_lines, stderr_chars,
 // output_bytes (raw bytes of both streams), lingering, full_output_path and
-// full_output_bytes (when kept), binary_bytes (when any), timeout_ms. A sandbox without sandbox.OpExec gives an Execution error; a
+// full_output_bytes (when kept), full_output_stopped ("file_limit",
+// "data_dir_limit" or "write_error", when the file stopped early),
+// evicted_outputs (older files the quota removed, when any), binary_bytes
+// (when any), timeout_ms. A sandbox without sandbox.OpExec gives an Execution error; a
 // workdir outside the workspace an Authorization error; a missing workdir a
 // Parameters error.
 func Execute(sb sandbox.Sandbox, opts *ExecuteOptions) *tool.Tool {
 	e := &executor{sb: sb, opts: opts.withDefaults()}
+	e.quota = newDataQuota(e.opts.Quota, e.opts.OutputDir)
 	t := true
 	return tool.MustDefine(tool.Spec{
 		Name:        "execute",
@@ -206,8 +217,9 @@ func Execute(sb sandbox.Sandbox, opts *ExecuteOptions) *tool.Tool {
 }
 
 type executor struct {
-	sb   sandbox.Sandbox
-	opts ExecuteOptions
+	sb    sandbox.Sandbox
+	opts  ExecuteOptions
+	quota *dataQuota // nil without OutputDir
 }
 
 func (e *executor) description() string {
@@ -247,13 +259,21 @@ func (e *executor) call(ctx context.Context, call *tool.Call) (*tool.Result, err
 	}
 
 	out := newOutputCap(e.opts.MaxOutputChars, call.Events)
+	var evicted int // files the quota removed to make room (under out's lock)
 	if e.opts.OutputDir != "" {
+		began := time.Now()
 		f, err := e.createOutputFile(ctx, call.ID)
 		if err != nil {
 			notes = append(notes, "the full output is not kept: "+err.Error())
 		} else {
 			defer f.Close()
-			out.keepFile(f, e.opts.MaxOutputFileBytes)
+			e.quota.begin(f.Name())
+			defer e.quota.end(f.Name())
+			out.keepFile(f, e.opts.MaxOutputFileBytes, func(need, limit int64) int64 {
+				g, removed := e.quota.reserve(need, limit, began)
+				evicted += removed
+				return g
+			})
 		}
 	}
 	req := sandbox.ExecRequest{
@@ -271,13 +291,18 @@ func (e *executor) call(ctx context.Context, call *tool.Call) (*tool.Result, err
 
 	o, abandoned, cancelled := e.run(ctx, req, timeout, out)
 	out.finish()
+	out.dropEmptyFile()
 	if o.res == nil && !abandoned {
 		if o.err == nil {
 			o.err = errors.New("the sandbox returned no result")
 		}
 		return nil, execError(ctx, o.err, in.Workdir)
 	}
-	return e.result(call.ID, timeout, o, abandoned, cancelled, notes, out), nil
+	r := e.result(call.ID, timeout, o, abandoned, cancelled, notes, out)
+	if evicted > 0 {
+		r.Evidence["evicted_outputs"] = evicted
+	}
+	return r, nil
 }
 
 // run starts the command and waits for it, emitting heartbeats, within the
@@ -449,21 +474,36 @@ func (e *executor) result(callID string, timeout time.Duration, o execOutcome, a
 		fmt.Fprintf(&b, "; stdout and stderr interleaved, %s from stderr", exPlural(st.StderrChars, "character", "characters"))
 	}
 	b.WriteString("\n")
+	if st.FilePath == "" && st.FileQuota {
+		// Not one byte fitted: the empty file was removed.
+		fmt.Fprintf(&b, "full output: not kept: the data folder is at its %s-byte limit (limits.dataDirMaxBytes) with no older full output left to remove (free space in it, or raise the limit)\n",
+			exCount(e.quota.max))
+	}
 	if st.FilePath != "" {
 		fmt.Fprintf(&b, "full output: %s (raw bytes as produced, %s bytes", st.FilePath, exCount(st.FileBytes))
 		if st.FileFull {
 			fmt.Fprintf(&b, "; stopped at the %s-byte limit", exCount(e.opts.MaxOutputFileBytes))
 		}
+		if st.FileQuota {
+			fmt.Fprintf(&b, "; stopped: the data folder is at its %s-byte limit (limits.dataDirMaxBytes) with no older full output left to remove", exCount(e.quota.max))
+		}
 		if st.FileErr != nil {
-			fmt.Fprintf(&b, "; writing failed: %v", st.FileErr)
+			fmt.Fprintf(&b, "; writing failed, the file holds only what came before: %v", st.FileErr)
 		}
 		b.WriteString(")")
 		first, last := st.FirstOmitted, st.LastOmitted
-		if st.FileFull && last > st.FileLines {
+		if stopped := st.FileFull || st.FileQuota || st.FileErr != nil; stopped && last > st.FileLines {
 			// The file stopped early: only the omitted lines it holds can
 			// be read back; say so instead of offering the rest.
+			raise := "limits.execMaxOutputFileBytes"
+			switch {
+			case st.FileQuota:
+				raise = "limits.dataDirMaxBytes"
+			case st.FileErr != nil:
+				raise = "free disk space"
+			}
 			if first > st.FileLines {
-				fmt.Fprintf(&b, "; the omitted lines %d-%d are past the file's limit and cannot be recovered (re-run narrower, or raise limits.execMaxOutputFileBytes)", first, last)
+				fmt.Fprintf(&b, "; the omitted lines %d-%d are past the file's limit and cannot be recovered (re-run narrower, or %s)", first, last, raise)
 				first = 0
 			} else {
 				fmt.Fprintf(&b, "; the omitted lines after line %d are past the file's limit and cannot be recovered", st.FileLines)
@@ -518,6 +558,14 @@ func (e *executor) result(callID string, timeout time.Duration, o execOutcome, a
 	if st.FilePath != "" {
 		ev["full_output_path"] = st.FilePath
 		ev["full_output_bytes"] = st.FileBytes
+	}
+	switch {
+	case st.FileQuota:
+		ev["full_output_stopped"] = "data_dir_limit"
+	case st.FileFull:
+		ev["full_output_stopped"] = "file_limit"
+	case st.FileErr != nil:
+		ev["full_output_stopped"] = "write_error"
 	}
 	if bin := st.BinaryBytes[0] + st.BinaryBytes[1]; bin > 0 {
 		ev["binary_bytes"] = bin

@@ -123,13 +123,16 @@ type outputCap struct {
 	rawBytes [2]int64 // raw bytes received per stream
 	binBytes [2]int64 // raw bytes of binary data not shown, per stream
 
-	file      *os.File // full raw output, or nil
-	filePath  string
-	fileBytes int64
-	fileMax   int64 // bytes; the file stops growing past it
-	fileFull  bool
-	fileLines int64 // newlines written to the file
-	fileErr   error
+	file        *os.File // full raw output, or nil
+	filePath    string
+	fileBytes   int64
+	fileMax     int64                         // bytes; the file stops growing past it
+	fileGrant   func(need, limit int64) int64 // asks the data folder for room; nil: no quota
+	fileAllowed int64                         // bytes the data folder granted so far (with fileGrant)
+	fileFull    bool                          // stopped at fileMax
+	fileQuota   bool                          // stopped: the data folder granted no more room
+	fileLines   int64                         // newlines written to the file
+	fileErr     error
 }
 
 // newOutputCap keeps maxChars characters of projection (half head, half
@@ -140,8 +143,13 @@ func newOutputCap(maxChars int, emit func(tool.Event)) *outputCap {
 }
 
 // keepFile makes the cap append every raw chunk to f, up to max bytes.
-func (c *outputCap) keepFile(f *os.File, max int64) {
-	c.file, c.filePath, c.fileMax = f, f.Name(), max
+// grant, when not nil, is asked for room before the file grows past what
+// it granted so far: the file needs need more bytes and may grow by at
+// most limit; it returns how many more the file may take. Once it grants
+// less than needed the file stops growing (it stays a prefix of the
+// output).
+func (c *outputCap) keepFile(f *os.File, max int64, grant func(need, limit int64) int64) {
+	c.file, c.filePath, c.fileMax, c.fileGrant = f, f.Name(), max, grant
 }
 
 // writer returns the io.Writer of one stream (outStdout or outStderr).
@@ -186,14 +194,27 @@ func (c *outputCap) write(stream int, p []byte) {
 	c.feed(stream, p)
 }
 
-// record appends p to the full output file while it is within fileMax.
+// record appends p to the full output file while it is within fileMax and
+// the room the data folder grants.
 func (c *outputCap) record(p []byte) {
-	if c.file == nil || c.fileErr != nil || c.fileFull {
+	if c.file == nil || c.fileErr != nil || c.fileFull || c.fileQuota {
 		return
 	}
-	if room := c.fileMax - c.fileBytes; int64(len(p)) > room {
+	end := c.fileBytes + int64(len(p))
+	if c.fileGrant != nil && end > c.fileAllowed && c.fileAllowed < c.fileMax {
+		c.fileAllowed += c.fileGrant(min(end, c.fileMax)-c.fileAllowed, c.fileMax-c.fileAllowed)
+	}
+	limit := c.fileMax
+	if c.fileGrant != nil && c.fileAllowed < limit {
+		limit = c.fileAllowed
+	}
+	if room := limit - c.fileBytes; int64(len(p)) > room {
 		p = p[:max(room, 0)]
-		c.fileFull = true
+		if limit == c.fileMax {
+			c.fileFull = true
+		} else {
+			c.fileQuota = true
+		}
 	}
 	n, err := c.file.Write(p)
 	c.fileBytes += int64(n)
@@ -607,6 +628,7 @@ type capStats struct {
 	FilePath     string   // full output file, "" when none
 	FileBytes    int64    // bytes written to it
 	FileFull     bool     // it stopped at its size limit
+	FileQuota    bool     // it stopped: the data folder had no more room
 	FileLines    int64    // complete lines in it
 	FileErr      error    // writing it failed
 }
@@ -628,6 +650,7 @@ func (c *outputCap) projection() (string, capStats) {
 		FilePath:     c.filePath,
 		FileBytes:    c.fileBytes,
 		FileFull:     c.fileFull,
+		FileQuota:    c.fileQuota,
 		FileLines:    c.fileLines,
 		FileErr:      c.fileErr,
 	}
@@ -674,4 +697,18 @@ func exPlural(n int64, one, many string) string {
 		return "1 " + one
 	}
 	return exCount(n) + " " + many
+}
+
+// dropEmptyFile removes the full output file when the data folder's quota
+// left no room for a single byte of a non-empty output: the result then
+// names no file. Call it after finish.
+func (c *outputCap) dropEmptyFile() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.file == nil || !c.fileQuota || c.fileBytes > 0 {
+		return
+	}
+	c.file.Close()
+	os.Remove(c.filePath)
+	c.file, c.filePath = nil, ""
 }

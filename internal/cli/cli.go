@@ -512,13 +512,20 @@ func relativeTo(base, p string) string {
 
 // BuiltinRegistry is the start-up registry of the aibuddy program: the
 // filesystem and execute groups bounded by cfg's limits (execute keeps full
-// output under dataDir/outputs), the interaction group (ask_user_question,
+// output under dataDir/outputs, within limits.dataDirMaxBytes for the
+// whole data folder), the interaction group (ask_user_question,
 // present only where a user_input service is injected), the skills group
 // (view_skill, present only when cat holds a skill) and the records group
 // (view_tool_call over the call records).
 func BuiltinRegistry(cfg *config.Config, dataDir string, cat *skills.Catalog) *registry.Registry {
 	outputs := outputsDir(dataDir)
 	fs, ex := ToolOptions(cfg, outputs)
+	if dataDir != "" {
+		// The whole data folder counts; full outputs and offloaded
+		// compactions (copies of what the records hold) may be evicted.
+		ex.Quota = &coretools.DataQuota{Root: dataDir, MaxBytes: cfg.Limits.DataDirMaxBytes,
+			Evict: []string{outputs, filepath.Join(dataDir, compact.OffloadDir)}}
+	}
 	cc := cfg.Compaction
 	groups := append(coretools.Groups(fs, ex), approval.Group(), skills.Group(cat),
 		compact.Group(dataDir, &compact.ViewOptions{FullOutputDir: outputs, MaxChars: cc.ViewMaxChars,

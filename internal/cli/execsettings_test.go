@@ -150,3 +150,58 @@ func TestExecEnvSettingsReachCommand(t *testing.T) {
 		t.Errorf("with limits.execEnv: %q", got)
 	}
 }
+
+// limits.dataDirMaxBytes bounds the data folder with real files: a full
+// output that would pass it removes the oldest offload and full outputs
+// first, never the records, and a call whose output was removed is still
+// readable from its record through view_tool_call. (The sizes leave room
+// for the records database's write-ahead log, which counts while a call
+// runs.)
+func TestDataDirQuotaEvictsOldestOutputs(t *testing.T) {
+	ws, data := t.TempDir(), t.TempDir()
+	offload := filepath.Join(data, "compacted_outputs", "task-old", "call-old.json")
+	if err := os.MkdirAll(filepath.Dir(offload), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(offload, make([]byte, 1_000_000), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-2 * time.Hour)
+	os.Chtimes(offload, old, old)
+	args := func(conf string) []string {
+		return []string{"--workspace", ws, "--data-dir", data, "--config", writeConfig(t, conf)}
+	}
+	print := func(n int, c string) string {
+		return fmt.Sprintf(`{"command":"head -c %d /dev/zero | tr '\\0' %s"}`, n, c)
+	}
+	first := callExecute(t, args(`{"limits": {"execMaxOutputChars": 200}}`), print(400_000, "x"))
+	firstPath, _ := first.Evidence["full_output_path"].(string)
+	var total int64
+	filepath.Walk(data, func(_ string, fi os.FileInfo, err error) error {
+		if err == nil && fi.Mode().IsRegular() {
+			total += fi.Size()
+		}
+		return nil
+	})
+	// Room for 200,000 more bytes: the next 400,000 need the old offload's.
+	conf := fmt.Sprintf(`{"limits": {"execMaxOutputChars": 200, "dataDirMaxBytes": %d}}`, total+200_000)
+	second := callExecute(t, args(conf), print(400_000, "y"))
+	secondPath, _ := second.Evidence["full_output_path"].(string)
+	exists := func(p string) bool { _, err := os.Stat(p); return err == nil }
+	if exists(offload) || !exists(firstPath) || !exists(filepath.Join(data, "records.db")) {
+		t.Errorf("after the second call: old offload %v (want gone), first output %v, records.db %v; evidence %v",
+			exists(offload), exists(firstPath), exists(filepath.Join(data, "records.db")), second.Evidence)
+	}
+	if fi, err := os.Stat(secondPath); err != nil || fi.Size() != 400_000 || second.Evidence["full_output_stopped"] != nil {
+		t.Errorf("second output %v %v; evidence %v", fi, err, second.Evidence)
+	}
+	// 1,200,000 bytes more: the first output goes too; its record stays.
+	third := callExecute(t, args(conf), print(1_200_000, "z"))
+	if exists(firstPath) || !exists(filepath.Join(data, "records.db")) {
+		t.Errorf("the oldest full output was kept, or the records removed; evidence %v", third.Evidence)
+	}
+	code, out, errs := runCLI(t, cli.Options{}, append([]string{"call", "view_tool_call", fmt.Sprintf(`{"id":%q}`, first.ToolCallID)}, args(conf)...)...)
+	if code != 0 || !strings.Contains(out, "xxxx") {
+		t.Errorf("view_tool_call of the call whose file was removed: exit %d\n%.600s\n%s", code, out, errs)
+	}
+}
