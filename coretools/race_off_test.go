@@ -1,0 +1,5 @@
+//go:build !race
+
+package coretools
+
+const raceEnabled = false
