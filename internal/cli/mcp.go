@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -72,7 +71,8 @@ fresh run (tool state) per MCP session.`,
 			}
 			if httpAddr == "" {
 				srv := gw.add().Server()
-				tr := guardedStdio(os.Stdin, os.Stdout, int(r.cfg.MCP.MaxFrameBytes), r.logger)
+				tr := guardedStdio(cmd.InOrStdin(), cmd.OutOrStdout(), stdioOptions{MaxFrame: int(r.cfg.MCP.MaxFrameBytes),
+					Grace: r.cfg.MCP.DrainGrace.D(), Logger: r.logger})
 				if err := srv.Run(ctx, tr); err != nil && !errors.Is(err, context.Canceled) {
 					return &exitError{code: ExitFailure, err: fmt.Errorf("mcp over stdio: %w", err)}
 				}
