@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -40,7 +41,22 @@ const (
 	ExitToolError = 1
 	ExitUsage     = 2
 	ExitFailure   = 3
+	// ExitInterrupted is a command stopped by the user (Ctrl-C, SIGINT:
+	// 128 + 2, the shell convention). A command stopped by another signal
+	// (Stopped) exits 128 + its number: 143 for SIGTERM.
+	ExitInterrupted = 130
 )
+
+// Stopped is the cause (context.Cause) of a command context cancelled
+// by a signal: cmd/aibuddy cancels with it on SIGINT and SIGTERM. A
+// command that fails because of it exits 128 + the signal number, and is
+// not reported as a failure of the plane.
+type Stopped struct{ Signal syscall.Signal }
+
+func (s Stopped) Error() string { return "stopped by " + s.Signal.String() }
+
+// Is makes a Stopped cause match context.Canceled.
+func (Stopped) Is(target error) bool { return target == context.Canceled }
 
 // Version is set at build time with -ldflags "-X .../internal/cli.Version=v1.2.3".
 var Version = "dev"
@@ -94,15 +110,19 @@ func Main(ctx context.Context, args []string, o Options) int {
 	if err == nil {
 		return ExitOK
 	}
+	code := ExitUsage // cobra's own errors: unknown command or flag
 	var ee *exitError
 	if errors.As(err, &ee) {
-		if ee.err != nil && ee.err.Error() != "" {
-			fmt.Fprintln(o.Stderr, "aibuddy:", ee.err)
-		}
-		return ee.code
+		code, err = ee.code, ee.err
 	}
-	fmt.Fprintln(o.Stderr, "aibuddy:", err)
-	return ExitUsage // cobra's own errors: unknown command or flag
+	if err != nil && err.Error() != "" {
+		fmt.Fprintln(o.Stderr, "aibuddy:", err)
+	}
+	var st Stopped
+	if errors.As(context.Cause(ctx), &st) && code != ExitUsage {
+		return 128 + int(st.Signal)
+	}
+	return code
 }
 
 type common struct {
