@@ -2,6 +2,7 @@ package mcpclient
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -662,6 +663,9 @@ func (c *conn) listTools(ctx context.Context, sess *mcp.ClientSession) ([]*mcp.T
 		if err != nil {
 			return nil, err
 		}
+		if !c.cfg.Wants(t.Name) {
+			continue // the user's includeTools/excludeTools
+		}
 		list = append(list, t)
 	}
 	return list, nil
@@ -878,9 +882,9 @@ func (c *conn) handler(orig string) tool.Handler {
 		if !offered {
 			return nil, c.noLongerOffered(orig)
 		}
-		if m.opts.CallTimeout > 0 {
+		if d := cmp.Or(c.cfg.CallTimeout, m.opts.CallTimeout); d > 0 {
 			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, m.opts.CallTimeout)
+			ctx, cancel = context.WithTimeout(ctx, d)
 			defer cancel()
 		}
 		args := json.RawMessage(bytes.TrimSpace(call.Input))

@@ -148,7 +148,7 @@ func (c *common) register(cmd *cobra.Command) {
 	cmd.Flags().StringVarP(&c.config, "config", "c", "", "settings file (JSON; default: $AIBUDDY_CONFIG when set)")
 	cmd.Flags().StringVar(&c.dataDir, "data-dir", "", "where aibuddy keeps full command output (default: settings' dataDir, $AIBUDDY_DATA_DIR, else the user cache folder)")
 	cmd.Flags().BoolVarP(&c.verbose, "verbose", "v", false, "log activity to stderr")
-	cmd.Flags().StringArrayVar(&c.mcpConfig, "mcp-config", nil, "a JSON file holding \"mcpServers\" (e.g. claude_desktop_config.json, .mcp.json, .cursor/mcp.json); other keys in it are ignored; repeatable, later files and these win over the settings' servers of the same name")
+	cmd.Flags().StringArrayVar(&c.mcpConfig, "mcp-config", nil, "a host's settings file holding its MCP servers: JSON with \"mcpServers\" (claude_desktop_config.json, .mcp.json, .cursor/mcp.json, Gemini's settings.json) or Codex's config.toml; other keys in it are ignored; repeatable, later files and these win over the settings' servers of the same name")
 }
 
 func newRoot(o *Options) *cobra.Command {
@@ -368,30 +368,26 @@ func (c *common) resolve(ctx context.Context, o *Options) (*run, error) {
 	return r, nil
 }
 
-// mergeMCPConfig adds the "mcpServers" of every --mcp-config file to cfg:
-// the file a user already keeps for Claude Desktop, Claude Code or Cursor,
-// whatever else it holds. A server named twice takes the later definition
-// (a warning says so).
+// mergeMCPConfig adds the MCP servers of every --mcp-config file to cfg:
+// the file a user already keeps for Claude Desktop, Claude Code, Cursor,
+// Gemini CLI (settings.json) or Codex (config.toml), whatever else it
+// holds (mcpclient.ReadHostFile). Keys without effect here are warnings,
+// not errors. A server named twice takes the later definition (a warning
+// says so).
 func (c *common) mergeMCPConfig(cfg *config.Config, logger *slog.Logger) error {
 	for _, path := range c.mcpConfig {
-		b, err := os.ReadFile(path)
+		hf, err := mcpclient.ReadHostFile(path)
 		if err != nil {
 			return usageErr("--mcp-config: %v", err)
 		}
-		var doc struct {
-			MCPServers map[string]json.RawMessage `json:"mcpServers"`
-		}
-		if err := json.Unmarshal(b, &doc); err != nil {
-			return usageErr("--mcp-config %s: not a JSON object: %v", path, err)
-		}
-		if doc.MCPServers == nil {
-			return usageErr(`--mcp-config %s: no "mcpServers" object (the file should look like {"mcpServers": {"name": {"command": ...}}})`, path)
+		for _, n := range hf.Notes {
+			logger.Warn("--mcp-config: "+n, "file", path)
 		}
 		if cfg.MCPServers == nil {
 			cfg.MCPServers = map[string]json.RawMessage{}
 		}
-		names := make([]string, 0, len(doc.MCPServers))
-		for name := range doc.MCPServers {
+		names := make([]string, 0, len(hf.Servers))
+		for name := range hf.Servers {
 			names = append(names, name)
 		}
 		sort.Strings(names)
@@ -399,7 +395,7 @@ func (c *common) mergeMCPConfig(cfg *config.Config, logger *slog.Logger) error {
 			if _, dup := cfg.MCPServers[name]; dup {
 				logger.Warn("MCP server defined twice; the later definition is used", "server", name, "file", path)
 			}
-			cfg.MCPServers[name] = anchorEnvFile(doc.MCPServers[name], filepath.Dir(path))
+			cfg.MCPServers[name] = anchorEnvFile(hf.Servers[name], filepath.Dir(path))
 		}
 	}
 	return nil
