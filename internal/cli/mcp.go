@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -81,7 +80,7 @@ fresh run (tool state) per MCP session.`,
 				srv := gw.add().Server()
 				tr := guardedStdio(cmd.InOrStdin(), cmd.OutOrStdout(), stdioOptions{MaxFrame: int(r.cfg.MCP.MaxFrameBytes),
 					Grace: r.cfg.MCP.DrainGrace.D(), Logger: r.logger})
-				if err := srv.Run(ctx, tr); err != nil && !errors.Is(err, context.Canceled) {
+				if err := serveStdio(ctx, srv, tr); err != nil {
 					return &exitError{code: ExitFailure, err: fmt.Errorf("mcp over stdio: %w", err)}
 				}
 				return nil
@@ -92,6 +91,28 @@ fresh run (tool state) per MCP session.`,
 	c.register(cmd)
 	cmd.Flags().StringVar(&httpAddr, "http", "", "serve streamable HTTP on ADDR (host:port) instead of stdio")
 	return cmd
+}
+
+// serveStdio is mcp.Server.Run without its ERROR log when ctx ends: a
+// host's SIGTERM or a user's Ctrl-C is the normal end of `aibuddy mcp`,
+// not a failure. It returns when the session ends (nil at the end of
+// input) or ctx is done (nil, after the session closed: calls in flight
+// are cancelled and waited for).
+func serveStdio(ctx context.Context, srv *mcp.Server, tr mcp.Transport) error {
+	ss, err := srv.Connect(ctx, tr, nil)
+	if err != nil {
+		return err
+	}
+	done := make(chan error, 1)
+	go func() { done <- ss.Wait() }()
+	select {
+	case <-ctx.Done():
+		_ = ss.Close()
+		<-done
+		return nil
+	case err := <-done:
+		return err
+	}
 }
 
 // gateways are the live MCP gateways of this process (one per session),
