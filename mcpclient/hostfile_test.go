@@ -66,7 +66,7 @@ func TestReadHostFileGemini(t *testing.T) {
 	if hf.Dialect != mcpclient.DialectGemini {
 		t.Errorf("dialect %q, want gemini", hf.Dialect)
 	}
-	env := map[string]string{"HOME": "/home/u", "TOKEN": "t0k", "GITHUB_PAT": "ghp"}
+	env := map[string]string{"HOME": "/srv/u", "TOKEN": "t0k", "GITHUB_PAT": "ghp"}
 	got, err := mcpclient.ParseServersWith(hf.Servers, func(k string) (string, bool) { v, ok := env[k]; return v, ok })
 	if err != nil {
 		t.Fatal(err)
@@ -77,7 +77,7 @@ func TestReadHostFileGemini(t *testing.T) {
 			CallTimeout: 5 * time.Second},
 		{Name: "legacy", Type: "sse", URL: "http://localhost:8080/sse"},
 		{Name: "memory", Type: "stdio", Command: "npx", Args: []string{"-y", "@modelcontextprotocol/server-memory"},
-			Env: map[string]string{"MEMORY_FILE_PATH": "/home/u/memory.jsonl", "TOKEN": "t0k"}, Cwd: "./tools",
+			Env: map[string]string{"MEMORY_FILE_PATH": "/srv/u/memory.jsonl", "TOKEN": "t0k"}, Cwd: "./tools",
 			IncludeTools: []string{"read_graph", "search_nodes"}, CallTimeout: 15 * time.Second},
 		{Name: "remote", Type: "http", URL: "https://mcp.example.com/mcp", ExcludeTools: []string{"delete_all"}},
 	}
