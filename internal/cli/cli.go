@@ -146,7 +146,7 @@ const DefaultMCPStartupWait = 5 * time.Second
 func (c *common) register(cmd *cobra.Command) {
 	cmd.Flags().StringVarP(&c.workspace, "workspace", "w", "", "workspace folder the tools act in (default: the settings' sandbox.workspace, else the current folder)")
 	cmd.Flags().StringVarP(&c.config, "config", "c", "", "settings file (JSON; default: $AIBUDDY_CONFIG when set)")
-	cmd.Flags().StringVar(&c.dataDir, "data-dir", "", "where aibuddy keeps full command output (default: settings' dataDir, $AIBUDDY_DATA_DIR, else the user cache folder)")
+	cmd.Flags().StringVar(&c.dataDir, "data-dir", "", "the data folder: call records (records.db), full command output, offloaded results (default: settings' dataDir, $AIBUDDY_DATA_DIR, else the user cache folder + /aibuddy)")
 	cmd.Flags().BoolVarP(&c.verbose, "verbose", "v", false, "log activity to stderr")
 	cmd.Flags().StringArrayVar(&c.mcpConfig, "mcp-config", nil, "a host's settings file holding its MCP servers: JSON with \"mcpServers\" (claude_desktop_config.json, .mcp.json, .cursor/mcp.json, Gemini's settings.json) or Codex's config.toml; other keys in it are ignored; repeatable, later files and these win over the settings' servers of the same name")
 }
