@@ -462,9 +462,20 @@ func (g *Gate) Wrap(next func(context.Context, *tool.Call) *tool.Result) func(co
 		}
 		switch {
 		case ex.Err != nil:
+			// One message: why nobody decided (a confirmer's own staged
+			// error gives its reason and its next step, not a second
+			// error inside this one) and the action.
+			why, hint := ex.Err.Error(), "do not retry it unconfirmed; explain to the user what you wanted to do and why"
+			var te *tool.Error
+			if errors.As(ex.Err, &te) {
+				why = te.Msg
+				if te.Hint != "" {
+					hint = te.Hint
+				}
+			}
 			return tool.ErrorResult(tool.Errorf(tool.Authorization,
-				"this action needs a person's confirmation and none was given (%v), so it was not run", ex.Err).
-				WithHint("do not retry it unconfirmed; explain to the user what you wanted to do and why"), call.Name)
+				"not run: this action needs a person's confirmation, and none could be given: %s. The action: %s", why, a.Summary()).
+				WithHint(hint), call.Name)
 		case !ex.Decision.Approved:
 			msg := "the user rejected this action; it was not run"
 			if n := strings.TrimSpace(ex.Decision.Note); n != "" {

@@ -206,6 +206,12 @@ func (c *Compactor) Schedule(ctx context.Context, rec *store.Record) {
 		}
 		defer func() { <-c.sem }()
 		out, err := c.Compact(wctx, &cp)
+		if err != nil && wctx.Err() != nil {
+			// Stopped with the run (a user's Ctrl-C) or by Close: the
+			// record stays as it was; not a failure.
+			c.o.Logger.Debug("compact: background compaction stopped", "toolCallId", cp.ToolCallID, "err", err)
+			return
+		}
 		if err != nil {
 			c.o.Logger.Warn("compact: background compaction failed", "toolCallId", cp.ToolCallID, "err", err)
 			return

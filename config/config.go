@@ -78,6 +78,11 @@ type MCP struct {
 	// (bytes, one JSON-RPC line); a larger one is answered with a JSON-RPC
 	// error and skipped. Default 64 MiB.
 	MaxFrameBytes int64 `json:"maxFrameBytes,omitempty"`
+	// DrainGrace bounds how long `aibuddy mcp` over stdio, after the host
+	// closed its input, lets the requests it already read finish so they
+	// are answered; requests still running then are cancelled. Default
+	// 10 s.
+	DrainGrace Duration `json:"drainGrace,omitempty"`
 	// InheritEnv names host environment variables stdio MCP servers
 	// inherit in addition to the default set (HOME, PATH, USER, locale,
 	// proxies, ...; mcpclient.DefaultInheritEnv). Anything else reaches a
@@ -387,7 +392,7 @@ func (c *Config) validate() error {
 		"discovery.perServer": int64(c.Discovery.PerServer), "discovery.total": int64(c.Discovery.Total),
 		"limits.resultMaxChars":   int64(l.ResultMaxChars),
 		"discovery.searchResults": int64(c.Discovery.SearchResults), "discovery.searchMax": int64(c.Discovery.SearchMax),
-		"dataRetention": int64(c.DataRetention), "mcp.initTimeout": int64(c.MCP.InitTimeout), "mcp.callTimeout": int64(c.MCP.CallTimeout), "mcp.startupWait": int64(c.MCP.StartupWait), "mcp.maxFrameBytes": c.MCP.MaxFrameBytes,
+		"dataRetention": int64(c.DataRetention), "mcp.initTimeout": int64(c.MCP.InitTimeout), "mcp.callTimeout": int64(c.MCP.CallTimeout), "mcp.startupWait": int64(c.MCP.StartupWait), "mcp.maxFrameBytes": c.MCP.MaxFrameBytes, "mcp.drainGrace": int64(c.MCP.DrainGrace),
 		"compaction.thresholdTokens": int64(c.Compaction.ThresholdTokens), "compaction.targetTokens": int64(c.Compaction.TargetTokens),
 		"compaction.workers": int64(c.Compaction.Workers), "compaction.viewMaxChars": int64(c.Compaction.ViewMaxChars),
 		"compaction.viewMaxTokens": int64(c.Compaction.ViewMaxTokens), "compaction.viewMaxJSONBytes": c.Compaction.ViewMaxJSONBytes,

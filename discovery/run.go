@@ -34,7 +34,8 @@ type Run struct {
 // stands now. A host that refreshes the tool set while a session goes on
 // (the MCP gateway, after notifications/tools/list_changed or a
 // disconnect) supplies departures with [Run.SetDeparted], so such a call
-// gets a Discovery-stage error that names the server and says what to do,
+// gets an error that names the server and says what to do (Execution
+// stage when the server is down, Discovery when it dropped the tool),
 // instead of "no tool named … exists in this run".
 type Departure struct {
 	// Server is the MCP server that offered the tool (or whose
@@ -68,16 +69,19 @@ func (r *Run) departure(name string) (Departure, bool) {
 	return d, ok && d.Server != ""
 }
 
-// departedError is the Discovery-stage error for a call to a departed
-// tool: "MCP server S is disconnected: <reason>" or "tool X is no longer
-// offered by MCP server S (removed at refresh)", each with what to do.
+// departedError is the error for a call to a departed tool: an
+// Execution-stage "MCP server S is disconnected: <reason>" when its server
+// is down (the tool is known; what failed is the server that runs it: a
+// crash names its exit and last stderr lines in the reason), or a
+// Discovery-stage "tool X is no longer offered by MCP server S (removed at
+// refresh)" when the server is up; each with what to do.
 func (r *Run) departedError(name string, d Departure) *tool.Error {
 	if d.Down != "" {
 		hint := fmt.Sprintf("check MCP server %s (its command, logs or address) or ask the user to; until it is back, do the task with other tools", d.Server)
 		if r.c.nDeferred > 0 {
 			hint += ", found with " + ToolSearchName
 		}
-		return tool.Errorf(tool.Discovery, "MCP server %s is %s; %q was not called", d.Server, d.Down, name).WithHint(hint)
+		return tool.Errorf(tool.Execution, "MCP server %s is %s; %q was not called", d.Server, d.Down, name).WithHint(hint)
 	}
 	hint := fmt.Sprintf("call %s again to find what MCP server %s offers now, or another tool for the action", ToolSearchName, d.Server)
 	if r.c.nDeferred == 0 {

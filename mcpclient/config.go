@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/joho/godotenv"
 )
@@ -42,6 +44,22 @@ type ServerConfig struct {
 	// Disabled servers are listed with state "disabled" and never started
 	// (the "disabled": true key Cline and Cursor use).
 	Disabled bool
+	// IncludeTools, when not nil, names the only tools of the server that
+	// are loaded; ExcludeTools names tools that are not (it wins over
+	// IncludeTools). Names are the server's own (before namespacing).
+	IncludeTools, ExcludeTools []string
+	// CallTimeout bounds one tools/call to this server; 0 means the
+	// Manager's Options.CallTimeout.
+	CallTimeout time.Duration
+}
+
+// Wants reports whether the server's tool named orig (the server's own
+// name) is loaded under IncludeTools and ExcludeTools.
+func (sc ServerConfig) Wants(orig string) bool {
+	if slices.Contains(sc.ExcludeTools, orig) {
+		return false
+	}
+	return sc.IncludeTools == nil || slices.Contains(sc.IncludeTools, orig)
 }
 
 // ErrConfig is wrapped by every error ParseServers returns.
@@ -61,9 +79,11 @@ var ignoredKeys = map[string]bool{
 // header values (as Claude Code does for .mcp.json). The result is sorted
 // by name.
 //
-// Accepted keys: command, args, env, envFile, cwd, url, type, headers, disabled, plus
-// the ignored host-specific keys autoApprove, alwaysAllow, timeout and
-// description. type is "stdio" (default when command is set), "http"
+// Accepted keys: command, args, env, envFile, cwd, url, type, headers,
+// disabled, includeTools and excludeTools (arrays of the server's tool
+// names), callTimeout (one tools/call: a Go duration string or a number of
+// milliseconds), plus the ignored host-specific keys autoApprove,
+// alwaysAllow, timeout and description. type is "stdio" (default when command is set), "http"
 // (default when url is set; "streamable-http" and "streamableHttp" are
 // accepted as synonyms) or "sse".
 //
@@ -140,11 +160,20 @@ func parseServer(name string, raw json.RawMessage, lookup func(string) (string, 
 			err = decodeStrict(v, &sc.Headers)
 		case "disabled":
 			err = decodeStrict(v, &sc.Disabled)
+		case "includeTools":
+			err = decodeStrict(v, &sc.IncludeTools)
+			if err == nil && sc.IncludeTools == nil {
+				sc.IncludeTools = []string{}
+			}
+		case "excludeTools":
+			err = decodeStrict(v, &sc.ExcludeTools)
+		case "callTimeout":
+			sc.CallTimeout, err = decodeDuration(v)
 		default:
 			if ignoredKeys[k] {
 				continue
 			}
-			return fail(k, "unknown key (known: command, args, env, envFile, cwd, url, type, headers, disabled)")
+			return fail(k, "unknown key (known: command, args, env, envFile, cwd, url, type, headers, disabled, includeTools, excludeTools, callTimeout)")
 		}
 		if err != nil {
 			return fail(k, "%v", err)
@@ -234,6 +263,24 @@ func parseServer(name string, raw json.RawMessage, lookup func(string) (string, 
 		}
 	}
 	return sc, nil
+}
+
+// decodeDuration reads a Go duration string ("30s") or a number of
+// milliseconds.
+func decodeDuration(raw json.RawMessage) (time.Duration, error) {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		d, err := time.ParseDuration(s)
+		if err != nil || d < 0 {
+			return 0, fmt.Errorf("%q is not a duration such as \"30s\" or a number of milliseconds", s)
+		}
+		return d, nil
+	}
+	var ms float64
+	if err := json.Unmarshal(raw, &ms); err != nil || ms < 0 {
+		return 0, fmt.Errorf("%s is not a duration such as \"30s\" or a number of milliseconds", raw)
+	}
+	return time.Duration(ms * float64(time.Millisecond)), nil
 }
 
 // decodeStrict decodes one JSON value into v, naming the expected type on

@@ -2,6 +2,7 @@ package mcpclient
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -662,6 +663,9 @@ func (c *conn) listTools(ctx context.Context, sess *mcp.ClientSession) ([]*mcp.T
 		if err != nil {
 			return nil, err
 		}
+		if !c.cfg.Wants(t.Name) {
+			continue // the user's includeTools/excludeTools
+		}
 		list = append(list, t)
 	}
 	return list, nil
@@ -878,9 +882,9 @@ func (c *conn) handler(orig string) tool.Handler {
 		if !offered {
 			return nil, c.noLongerOffered(orig)
 		}
-		if m.opts.CallTimeout > 0 {
+		if d := cmp.Or(c.cfg.CallTimeout, m.opts.CallTimeout); d > 0 {
 			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, m.opts.CallTimeout)
+			ctx, cancel = context.WithTimeout(ctx, d)
 			defer cancel()
 		}
 		args := json.RawMessage(bytes.TrimSpace(call.Input))
@@ -922,16 +926,41 @@ func (c *conn) callError(ctx context.Context, err error) *tool.Error {
 	case ctx.Err() != nil:
 		return (&tool.Error{Stage: tool.Execution, Msg: fmt.Sprintf("call to server %s cancelled", c.cfg.Name), Err: err}).
 			WithHint("the call was stopped; inspect the state before retrying")
-	case errors.Is(err, mcp.ErrConnectionClosed):
-		return (&tool.Error{Stage: tool.Execution, Msg: fmt.Sprintf("server %s disconnected during the call: %v", c.cfg.Name, err), Err: err}).
-			WithHint("the effect may be partial; inspect before retrying")
 	}
 	var we *jsonrpc.Error
 	if errors.As(err, &we) {
 		return (&tool.Error{Stage: tool.Execution, Msg: fmt.Sprintf("server %s rejected the call: %s (code %d)", c.cfg.Name, we.Message, we.Code), Err: err}).
 			WithHint("check the tool name and arguments against the server's current tool list")
 	}
+	if why := c.crashed(); why != "" {
+		// The process ended under the call: name how, with its last
+		// stderr lines, not the transport's "connection closed".
+		return (&tool.Error{Stage: tool.Execution, Msg: fmt.Sprintf("MCP server %s %s during the call", c.cfg.Name, why), Err: err}).
+			WithHint("the effect may be partial; inspect before retrying, and check the server (its command and logs) or ask the user to")
+	}
+	if errors.Is(err, mcp.ErrConnectionClosed) {
+		return (&tool.Error{Stage: tool.Execution, Msg: fmt.Sprintf("server %s disconnected during the call: %v", c.cfg.Name, err), Err: err}).
+			WithHint("the effect may be partial; inspect before retrying")
+	}
 	return &tool.Error{Stage: tool.Execution, Msg: fmt.Sprintf("call to server %s failed: %v", c.cfg.Name, err), Err: err}
+}
+
+// crashed describes how the server's process ended by itself ("exited
+// with status 3: <last stderr lines>", "killed by signal killed"), or ""
+// while it runs, for a remote server, or when we stopped it. It waits a
+// moment for an exit the broken connection announces.
+func (c *conn) crashed() string {
+	c.m.mu.Lock()
+	p := c.proc
+	c.m.mu.Unlock()
+	if p == nil || !p.hasExited(500*time.Millisecond) || !p.selfExit() {
+		return ""
+	}
+	reason := p.exitReason()
+	if tail := p.stderrLines(); tail != "" {
+		reason += ": " + tail
+	}
+	return reason
 }
 
 // onProgress forwards notifications/progress for a running call to its

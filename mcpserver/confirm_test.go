@@ -112,3 +112,98 @@ func TestConfirmThroughElicitation(t *testing.T) {
 		t.Error("rm -rf ran without anyone approving it")
 	}
 }
+
+// Every refusal over MCP is one message: one stage, what decided it, one
+// next step; no error quoted inside another ("Authorization error: ...
+// (Authorization error: ...)"), and a dismissed or declined request is not
+// reported as words the user said (it read "they said: the user canceld
+// the request").
+func TestRefusalsAreOneMessage(t *testing.T) {
+	ws := t.TempDir()
+	if err := os.WriteFile(filepath.Join(ws, ".env"), []byte("API_KEY=abc123\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sb, err := localsandbox.New(ws, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close()
+	reg := registry.New(append(coretools.Groups(nil, nil), approval.Group()), append(coretools.Metas, approval.Meta), nil)
+	set, _, err := capability.Resolve(reg, capability.RunSpec{Sandbox: sb,
+		Services: map[string]any{approval.ServiceUserInput: approval.Asker(mcpserver.ElicitAsker{})}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	connect := func(action string) *mcp.ClientSession {
+		var copts *mcp.ClientOptions
+		if action != "" {
+			copts = &mcp.ClientOptions{ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+				return &mcp.ElicitResult{Action: action}, nil
+			}}
+		}
+		st, ct := mcp.NewInMemoryTransports()
+		srv := mcpserver.New(set, &mcpserver.Options{Policy: approval.DefaultPolicy(), Confirmer: mcpserver.ElicitConfirmer{}})
+		if _, err := srv.Connect(context.Background(), st, nil); err != nil {
+			t.Fatal(err)
+		}
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "host"}, copts).Connect(context.Background(), ct, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cs.Close() })
+		return cs
+	}
+	hosts := map[string]*mcp.ClientSession{"no elicitation": connect(""), "decline": connect("decline"), "cancel": connect("cancel")}
+	calls := []struct {
+		name string
+		args map[string]any
+		want []string
+	}{
+		{"execute", map[string]any{"command": "rm -rf build"}, []string{"not run"}},
+		{"execute", map[string]any{"command": "cat .env"}, []string{"not run"}},
+		{"read_file", map[string]any{"path": ".env"}, []string{".env"}},
+		{"read_file", map[string]any{"path": "../outside"}, []string{"outside the workspace"}},
+		{"ask_user_question", map[string]any{"question": "which one?"}, nil},
+	}
+	for host, cs := range hosts {
+		for _, c := range calls {
+			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: c.name, Arguments: c.args})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var b strings.Builder
+			for _, ct := range res.Content {
+				if tc, ok := ct.(*mcp.TextContent); ok {
+					b.WriteString(tc.Text)
+				}
+			}
+			got := b.String()
+			if c.name == "ask_user_question" && host != "no elicitation" {
+				if res.IsError || !strings.Contains(got, "declined") {
+					t.Errorf("%s, ask_user_question: %s", host, got)
+				}
+				continue
+			}
+			if !res.IsError || res.Meta[mcpserver.MetaStage] != "authorization" {
+				t.Errorf("%s, %s %v: not an Authorization refusal: %s", host, c.name, c.args, got)
+				continue
+			}
+			if n := strings.Count(got, " error"); n != 1 {
+				t.Errorf("%s, %s %v: %d errors in one message: %s", host, c.name, c.args, n, got)
+			}
+			if n := strings.Count(got, "(next:"); n != 1 {
+				t.Errorf("%s, %s %v: %d next steps: %s", host, c.name, c.args, n, got)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("%s, %s %v: %q lacks %q", host, c.name, c.args, got, w)
+				}
+			}
+			for _, bad := range []string{"canceld", "they said", "abc123"} {
+				if strings.Contains(got, bad) {
+					t.Errorf("%s, %s %v: %q holds %q", host, c.name, c.args, got, bad)
+				}
+			}
+		}
+	}
+}

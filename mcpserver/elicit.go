@@ -118,11 +118,12 @@ type ElicitConfirmer struct{}
 func (ElicitConfirmer) Confirm(ctx context.Context, a approval.Action) (approval.Decision, error) {
 	st, ok := ctx.Value(sessionKey{}).(*callState)
 	if !ok || st.session == nil {
-		return approval.Decision{}, tool.Errorf(tool.Authorization, "no MCP session carries this call, so nobody can approve it")
+		return approval.Decision{}, tool.Errorf(tool.Authorization, "no MCP session carries this call, so nobody can be asked")
 	}
 	if p := st.session.InitializeParams(); p == nil || p.Capabilities == nil || p.Capabilities.Elicitation == nil {
+		// The gate names the action; this says why nobody was asked.
 		return approval.Decision{}, tool.Errorf(tool.Authorization,
-			"this action needs the user's approval and the MCP host does not support elicitation: %s", a.Summary()).
+			"the MCP host does not support elicitation, so the user cannot be asked here").
 			WithHint("ask the user in your reply whether to proceed; they can run it themselves or change aibuddy's approval settings")
 	}
 	h := sha256.Sum256([]byte(a.Key()))
@@ -150,7 +151,9 @@ func (ElicitConfirmer) Confirm(ctx context.Context, a approval.Action) (approval
 		return approval.Decision{}, fmt.Errorf("the host answered input request %s with %T, want an elicitation result", id, resp)
 	}
 	if res.Action != "accept" {
-		return approval.Decision{Approved: false, Note: "the user " + res.Action + "d the request"}, nil
+		// "decline" (the user said no) or "cancel" (the user dismissed
+		// the request): not approved; Note is for the user's own words.
+		return approval.Decision{Approved: false}, nil
 	}
 	approved, _ := res.Content["approve"].(bool)
 	note, _ := res.Content["note"].(string)

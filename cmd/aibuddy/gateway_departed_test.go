@@ -17,8 +17,9 @@ import (
 // an upstream MCP server (a second `aibuddy mcp`, namespace "inner"). The
 // upstream process is ended (its own execute tool sends SIGTERM to its
 // parent, the upstream aibuddy); the gateway drops its tools, and a host
-// that still calls one gets a Discovery-stage error saying the server is
-// disconnected and why, not "no tool named … exists".
+// that still calls one gets an Execution-stage error (the server that runs
+// it failed) saying the server is disconnected and why, not "no tool named
+// … exists".
 func TestGatewayExplainsDisconnectedServer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -58,7 +59,7 @@ func TestGatewayExplainsDisconnectedServer(t *testing.T) {
 	}
 	res := callTool(t, ctx, cs, "inner__ls", map[string]any{"path": "."})
 	got := text(res)
-	if !res.IsError || res.Meta["aibuddy/stage"] != "discovery" {
+	if !res.IsError || res.Meta["aibuddy/stage"] != "execution" {
 		t.Fatalf("a tool of the ended server: %+v %s", res, got)
 	}
 	for _, want := range []string{"MCP server inner is disconnected", "check MCP server inner"} {

@@ -13,8 +13,19 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// SIGINT (Ctrl-C) and SIGTERM cancel the command with cli.Stopped as
+	// the cause: calls in flight are stopped, records kept, and the exit
+	// code is 128 + the signal (130 for Ctrl-C). Later signals are
+	// absorbed while the command winds down (bounded by its own waits).
+	ctx, cancel := context.WithCancelCause(context.Background())
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		s := <-sigs
+		sig, _ := s.(syscall.Signal)
+		cancel(cli.Stopped{Signal: sig})
+	}()
 	code := cli.Main(ctx, os.Args[1:], cli.Options{})
-	stop()
+	cancel(nil)
 	os.Exit(code)
 }

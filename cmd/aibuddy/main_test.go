@@ -25,6 +25,10 @@ import (
 var bin string
 
 func TestMain(m *testing.M) {
+	if os.Getenv(fixtureEnv) != "" {
+		// This test binary started as a fixture MCP server (crash_test.go).
+		os.Exit(runFixtureServer(os.Getenv(fixtureEnv)))
+	}
 	dir, err := os.MkdirTemp("", "aibuddy-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

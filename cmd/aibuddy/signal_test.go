@@ -1,12 +1,14 @@
 package main_test
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -21,8 +23,9 @@ func TestMCPSigtermStopsCommandsInFlight(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	ws := t.TempDir()
-	cmd := exec.Command(bin, "mcp", "--workspace", ws)
-	cmd.Stderr = &testWriter{t: t, prefix: "aibuddy stderr: "}
+	cmd := exec.Command(bin, "mcp", "--workspace", ws, "--data-dir", t.TempDir())
+	var stderr lockedBuffer
+	cmd.Stderr = &stderr
 	client := mcp.NewClient(&mcp.Implementation{Name: "e2e-sigterm", Version: "1"}, nil)
 	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
 	if err != nil {
@@ -62,10 +65,35 @@ func TestMCPSigtermStopsCommandsInFlight(t *testing.T) {
 		t.Fatal("aibuddy mcp did not exit after SIGTERM")
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for syscall.Kill(-pgid, 0) == nil {
+	for groupHasLive(pgid) {
 		if time.Now().After(deadline) {
 			t.Fatalf("process group %d survived aibuddy mcp", pgid)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	// A host's SIGTERM is the normal end: no ERROR or WARN lines.
+	for _, line := range strings.Split(stderr.String(), "\n") {
+		if strings.Contains(line, "level=ERROR") || strings.Contains(line, "level=WARN") {
+			t.Errorf("noise on a host's stop: %s", line)
+		}
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for a process's writes and the
+// test's reads.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -2,11 +2,13 @@ package main_test
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -74,4 +76,134 @@ func TestMCPStdioSurvivesBadFrames(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(ws, "big.txt")); err == nil {
 		t.Error("the over-limit frame was executed")
 	}
+}
+
+// rawFrames are the first frames a host sends, then more.
+func rawFrames(more ...string) string {
+	frames := append([]string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+	}, more...)
+	return strings.Join(frames, "\n") + "\n"
+}
+
+// responses parses stdout lines into id -> raw message.
+func responses(t *testing.T, out []byte) map[string]json.RawMessage {
+	t.Helper()
+	got := map[string]json.RawMessage{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if line == "" {
+			continue
+		}
+		var msg struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		if err := json.Unmarshal([]byte(line), &msg); err != nil {
+			t.Fatalf("stdout line is not JSON: %q", line)
+		}
+		if msg.Method == "" && len(msg.ID) > 0 {
+			got[string(msg.ID)] = json.RawMessage(line)
+		}
+	}
+	return got
+}
+
+// A host that writes its requests and closes stdin (printf ... | aibuddy
+// mcp) gets an answer to every request read before EOF, then aibuddy
+// exits 0. Before, the SDK stopped writing at EOF and 0 of 10 piped runs
+// answered the tools/call.
+func TestMCPStdioAnswersRequestsReadBeforeEOF(t *testing.T) {
+	ws := t.TempDir()
+	data := t.TempDir()
+	in := rawFrames(
+		`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"execute","arguments":{"command":"echo answered"}}}`,
+		`{"jsonrpc":"2.0","id":"four","method":"tools/call","params":{"name":"write_file","arguments":{"path":"a.txt","content":"x"}}}`,
+		`{"jsonrpc":"2.0","id":5,"method":"ping"}`,
+	)
+	for i := range 20 {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		cmd := exec.CommandContext(ctx, bin, "mcp", "--workspace", ws, "--data-dir", data)
+		cmd.Stdin = strings.NewReader(in)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		cancel()
+		if err != nil {
+			t.Fatalf("run %d: %v\nstderr: %s", i, err, stderr.String())
+		}
+		got := responses(t, out)
+		for _, id := range []string{"1", "2", "3", `"four"`, "5"} {
+			if _, ok := got[id]; !ok {
+				t.Fatalf("run %d: no response for id %s; stdout:\n%s\nstderr: %s", i, id, out, stderr.String())
+			}
+		}
+		if !strings.Contains(string(got["3"]), "answered") {
+			t.Fatalf("run %d: execute answer %s", i, got["3"])
+		}
+		if err := os.Remove(filepath.Join(ws, "a.txt")); err != nil {
+			t.Fatalf("run %d: write_file did not run: %v", i, err)
+		}
+	}
+}
+
+// A call still running mcp.drainGrace after the host closed stdin is
+// cancelled: its process group is stopped and aibuddy exits, long before
+// the command's own 10-minute timeout.
+func TestMCPStdioDrainGraceCancelsLongCalls(t *testing.T) {
+	ws := t.TempDir()
+	cfg := filepath.Join(t.TempDir(), "aibuddy.json")
+	if err := os.WriteFile(cfg, []byte(`{"mcp": {"drainGrace": "2s"}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "mcp", "--workspace", ws, "--config", cfg, "--data-dir", t.TempDir())
+	cmd.Stdin = strings.NewReader(rawFrames(
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"execute","arguments":{"command":"echo $$ > pid; sleep 600","timeout_ms":600000}}}`))
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if ctx.Err() != nil {
+		t.Fatalf("aibuddy mcp did not exit after the drain grace; stderr: %s", stderr.String())
+	}
+	if err != nil {
+		t.Fatalf("exit: %v\nstderr: %s", err, stderr.String())
+	}
+	if _, ok := responses(t, out)["1"]; !ok {
+		t.Errorf("initialize was not answered: %s", out)
+	}
+	if !strings.Contains(stderr.String(), "mcp.drainGrace") {
+		t.Errorf("stderr does not say the call was cancelled at the grace: %s", stderr.String())
+	}
+	b, err := os.ReadFile(filepath.Join(ws, "pid"))
+	if err != nil {
+		t.Fatalf("the command never started: %v", err)
+	}
+	pgid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	if pgid <= 0 {
+		t.Fatalf("pid file %q", b)
+	}
+	if groupHasLive(pgid) {
+		t.Errorf("process group %d outlived aibuddy mcp", pgid)
+	}
+}
+
+// groupHasLive reports whether a process of group pgid is alive (not a
+// zombie waiting for init to reap it), from /proc.
+func groupHasLive(pgid int) bool {
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		if len(f) > 2 && f[0] != "Z" && f[0] != "X" && f[2] == strconv.Itoa(pgid) {
+			return true
+		}
+	}
+	return false
 }

@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -40,7 +41,22 @@ const (
 	ExitToolError = 1
 	ExitUsage     = 2
 	ExitFailure   = 3
+	// ExitInterrupted is a command stopped by the user (Ctrl-C, SIGINT:
+	// 128 + 2, the shell convention). A command stopped by another signal
+	// (Stopped) exits 128 + its number: 143 for SIGTERM.
+	ExitInterrupted = 130
 )
+
+// Stopped is the cause (context.Cause) of a command context cancelled
+// by a signal: cmd/aibuddy cancels with it on SIGINT and SIGTERM. A
+// command that fails because of it exits 128 + the signal number, and is
+// not reported as a failure of the plane.
+type Stopped struct{ Signal syscall.Signal }
+
+func (s Stopped) Error() string { return "stopped by " + s.Signal.String() }
+
+// Is makes a Stopped cause match context.Canceled.
+func (Stopped) Is(target error) bool { return target == context.Canceled }
 
 // Version is set at build time with -ldflags "-X .../internal/cli.Version=v1.2.3".
 var Version = "dev"
@@ -94,15 +110,19 @@ func Main(ctx context.Context, args []string, o Options) int {
 	if err == nil {
 		return ExitOK
 	}
+	code := ExitUsage // cobra's own errors: unknown command or flag
 	var ee *exitError
 	if errors.As(err, &ee) {
-		if ee.err != nil && ee.err.Error() != "" {
-			fmt.Fprintln(o.Stderr, "aibuddy:", ee.err)
-		}
-		return ee.code
+		code, err = ee.code, ee.err
 	}
-	fmt.Fprintln(o.Stderr, "aibuddy:", err)
-	return ExitUsage // cobra's own errors: unknown command or flag
+	if err != nil && err.Error() != "" {
+		fmt.Fprintln(o.Stderr, "aibuddy:", err)
+	}
+	var st Stopped
+	if errors.As(context.Cause(ctx), &st) && code != ExitUsage {
+		return 128 + int(st.Signal)
+	}
+	return code
 }
 
 type common struct {
@@ -126,9 +146,9 @@ const DefaultMCPStartupWait = 5 * time.Second
 func (c *common) register(cmd *cobra.Command) {
 	cmd.Flags().StringVarP(&c.workspace, "workspace", "w", "", "workspace folder the tools act in (default: the settings' sandbox.workspace, else the current folder)")
 	cmd.Flags().StringVarP(&c.config, "config", "c", "", "settings file (JSON; default: $AIBUDDY_CONFIG when set)")
-	cmd.Flags().StringVar(&c.dataDir, "data-dir", "", "where aibuddy keeps full command output (default: settings' dataDir, $AIBUDDY_DATA_DIR, else the user cache folder)")
+	cmd.Flags().StringVar(&c.dataDir, "data-dir", "", "the data folder: call records (records.db), full command output, offloaded results (default: settings' dataDir, $AIBUDDY_DATA_DIR, else the user cache folder + /aibuddy)")
 	cmd.Flags().BoolVarP(&c.verbose, "verbose", "v", false, "log activity to stderr")
-	cmd.Flags().StringArrayVar(&c.mcpConfig, "mcp-config", nil, "a JSON file holding \"mcpServers\" (e.g. claude_desktop_config.json, .mcp.json, .cursor/mcp.json); other keys in it are ignored; repeatable, later files and these win over the settings' servers of the same name")
+	cmd.Flags().StringArrayVar(&c.mcpConfig, "mcp-config", nil, "a host's settings file holding its MCP servers: JSON with \"mcpServers\" (claude_desktop_config.json, .mcp.json, .cursor/mcp.json, Gemini's settings.json) or Codex's config.toml; other keys in it are ignored; repeatable, later files and these win over the settings' servers of the same name")
 }
 
 func newRoot(o *Options) *cobra.Command {
@@ -348,30 +368,26 @@ func (c *common) resolve(ctx context.Context, o *Options) (*run, error) {
 	return r, nil
 }
 
-// mergeMCPConfig adds the "mcpServers" of every --mcp-config file to cfg:
-// the file a user already keeps for Claude Desktop, Claude Code or Cursor,
-// whatever else it holds. A server named twice takes the later definition
-// (a warning says so).
+// mergeMCPConfig adds the MCP servers of every --mcp-config file to cfg:
+// the file a user already keeps for Claude Desktop, Claude Code, Cursor,
+// Gemini CLI (settings.json) or Codex (config.toml), whatever else it
+// holds (mcpclient.ReadHostFile). Keys without effect here are warnings,
+// not errors. A server named twice takes the later definition (a warning
+// says so).
 func (c *common) mergeMCPConfig(cfg *config.Config, logger *slog.Logger) error {
 	for _, path := range c.mcpConfig {
-		b, err := os.ReadFile(path)
+		hf, err := mcpclient.ReadHostFile(path)
 		if err != nil {
 			return usageErr("--mcp-config: %v", err)
 		}
-		var doc struct {
-			MCPServers map[string]json.RawMessage `json:"mcpServers"`
-		}
-		if err := json.Unmarshal(b, &doc); err != nil {
-			return usageErr("--mcp-config %s: not a JSON object: %v", path, err)
-		}
-		if doc.MCPServers == nil {
-			return usageErr(`--mcp-config %s: no "mcpServers" object (the file should look like {"mcpServers": {"name": {"command": ...}}})`, path)
+		for _, n := range hf.Notes {
+			logger.Warn("--mcp-config: "+n, "file", path)
 		}
 		if cfg.MCPServers == nil {
 			cfg.MCPServers = map[string]json.RawMessage{}
 		}
-		names := make([]string, 0, len(doc.MCPServers))
-		for name := range doc.MCPServers {
+		names := make([]string, 0, len(hf.Servers))
+		for name := range hf.Servers {
 			names = append(names, name)
 		}
 		sort.Strings(names)
@@ -379,7 +395,7 @@ func (c *common) mergeMCPConfig(cfg *config.Config, logger *slog.Logger) error {
 			if _, dup := cfg.MCPServers[name]; dup {
 				logger.Warn("MCP server defined twice; the later definition is used", "server", name, "file", path)
 			}
-			cfg.MCPServers[name] = anchorEnvFile(doc.MCPServers[name], filepath.Dir(path))
+			cfg.MCPServers[name] = anchorEnvFile(hf.Servers[name], filepath.Dir(path))
 		}
 	}
 	return nil

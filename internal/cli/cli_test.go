@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -316,5 +317,20 @@ func TestCallBuiltinStartsNoMCPServer(t *testing.T) {
 		}
 	case <-time.After(60 * time.Second):
 		t.Fatal("aibuddy call ls waited for a hanging MCP server")
+	}
+}
+
+// A command that ends because a signal stopped it exits 128 + the signal
+// (cmd/aibuddy cancels with cli.Stopped), not 1 or 3.
+func TestStoppedBySignalExitCode(t *testing.T) {
+	for sig, want := range map[syscall.Signal]int{syscall.SIGINT: cli.ExitInterrupted, syscall.SIGTERM: 143} {
+		ctx, cancel := context.WithCancelCause(context.Background())
+		cancel(cli.Stopped{Signal: sig})
+		var out, errb bytes.Buffer
+		code := cli.Main(ctx, []string{"call", "execute", `{"command":"true"}`, "--workspace", t.TempDir(), "--data-dir", t.TempDir()},
+			cli.Options{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb})
+		if code != want {
+			t.Errorf("%v: exit %d, want %d\n%s", sig, code, want, errb.String())
+		}
 	}
 }

@@ -2,18 +2,21 @@ package cli
 
 import (
 	"context"
-	"errors"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/aibuddy/aibuddy/approval"
 	"github.com/aibuddy/aibuddy/mcpclient"
@@ -71,9 +74,13 @@ fresh run (tool state) per MCP session.`,
 				defer cancel()
 			}
 			if httpAddr == "" {
+				if isTerminal(cmd.InOrStdin()) {
+					waitingNotice(cmd.ErrOrStderr(), r.workspace)
+				}
 				srv := gw.add().Server()
-				tr := guardedStdio(os.Stdin, os.Stdout, int(r.cfg.MCP.MaxFrameBytes), r.logger)
-				if err := srv.Run(ctx, tr); err != nil && !errors.Is(err, context.Canceled) {
+				tr := guardedStdio(cmd.InOrStdin(), cmd.OutOrStdout(), stdioOptions{MaxFrame: int(r.cfg.MCP.MaxFrameBytes),
+					Grace: r.cfg.MCP.DrainGrace.D(), Logger: r.logger})
+				if err := serveStdio(ctx, srv, tr); err != nil {
 					return &exitError{code: ExitFailure, err: fmt.Errorf("mcp over stdio: %w", err)}
 				}
 				return nil
@@ -84,6 +91,28 @@ fresh run (tool state) per MCP session.`,
 	c.register(cmd)
 	cmd.Flags().StringVar(&httpAddr, "http", "", "serve streamable HTTP on ADDR (host:port) instead of stdio")
 	return cmd
+}
+
+// serveStdio is mcp.Server.Run without its ERROR log when ctx ends: a
+// host's SIGTERM or a user's Ctrl-C is the normal end of `aibuddy mcp`,
+// not a failure. It returns when the session ends (nil at the end of
+// input) or ctx is done (nil, after the session closed: calls in flight
+// are cancelled and waited for).
+func serveStdio(ctx context.Context, srv *mcp.Server, tr mcp.Transport) error {
+	ss, err := srv.Connect(ctx, tr, nil)
+	if err != nil {
+		return err
+	}
+	done := make(chan error, 1)
+	go func() { done <- ss.Wait() }()
+	select {
+	case <-ctx.Done():
+		_ = ss.Close()
+		<-done
+		return nil
+	case err := <-done:
+		return err
+	}
 }
 
 // gateways are the live MCP gateways of this process (one per session),
@@ -251,4 +280,48 @@ func hasSession(gw *mcpserver.Gateway) bool {
 		return true
 	}
 	return false
+}
+
+// isTerminal reports whether r is a terminal (a person typing, not a
+// host's pipe).
+func isTerminal(r io.Reader) bool {
+	f, ok := r.(interface{ Fd() uintptr })
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// waitingNotice tells a person who ran `aibuddy mcp` in a terminal what it
+// is waiting for and how a host starts it. It goes to stderr: stdout
+// carries protocol frames only.
+func waitingNotice(w io.Writer, workspace string) {
+	exe := "aibuddy"
+	if p, err := os.Executable(); err == nil && !strings.Contains(p, "go-build") {
+		exe = p // an installed binary: hosts need its absolute path unless it is on their PATH
+	}
+	if abs, err := filepath.Abs(workspace); err == nil {
+		workspace = abs // a host starts it in a folder of its own
+	}
+	args, _ := json.Marshal([]string{"mcp", "--workspace", workspace})
+	quotedExe, _ := json.Marshal(exe)
+	fmt.Fprintf(w, `aibuddy mcp: serving the tools for %s over stdio, waiting for an MCP host to speak JSON-RPC on stdin.
+It is meant to be started by a host, not typed at. Register it:
+  Claude Code:      claude mcp add aibuddy -- %s mcp --workspace %s
+  mcpServers JSON (Claude Desktop, Cursor, Gemini CLI, ...):
+                    {"mcpServers": {"aibuddy": {"command": %s, "args": %s}}}
+  browser or remote host: aibuddy mcp --http 127.0.0.1:8765 (streamable HTTP at http://127.0.0.1:8765/mcp)
+`, workspace, shellQuote(exe), shellQuote(workspace), quotedExe, args)
+	if exe == "aibuddy" {
+		fmt.Fprintln(w, "  (hosts start the aibuddy on their PATH: install it with go install ./cmd/aibuddy, or give the binary's absolute path)")
+	}
+	fmt.Fprintln(w, "Press Ctrl-C (or Ctrl-D) to stop.")
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r == '/' || r == '.' || r == '-' || r == '_' || r == '+' || r == ':' || r == '=' ||
+			'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9')
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -177,7 +177,12 @@ endpoint, "off" closes it.`,
 			case err == nil:
 				return nil
 			case errors.Is(err, context.Canceled):
-				return &exitError{code: ExitFailure, err: errors.New("stopped: the run was cancelled")}
+				// A user's stop, not a failure of the plane.
+				msg := "stopped: the run was cancelled"
+				if sum != nil && sum.Calls > 0 {
+					msg += "; its calls so far are recorded (aibuddy calls list --task " + sum.TaskID + ")"
+				}
+				return &exitError{code: ExitInterrupted, err: errors.New(msg)}
 			default:
 				return &exitError{code: ExitFailure, err: err}
 			}
