@@ -412,15 +412,15 @@ func TestLocalReadWindowsAndContinues(t *testing.T) {
 	w := newFSWorld(t, nil)
 	var b strings.Builder
 	for i := 1; i <= 5000; i++ {
-		fmt.Fprintf(&b, "line %d\n", i)
+		fmt.Fprintf(&b, "%d\n", i) // 2,000 such lines fit the 30,000-character result bound
 	}
 	w.file(t, "big.txt", b.String())
 	got := fsMustOK(t, w.call(t, "read_file", map[string]any{"path": "big.txt"}))
-	if !strings.HasSuffix(got, "  2000→line 2000\n\nshowing lines 1-2000 of 5,000; call read_file with offset=2001 to continue") {
+	if !strings.HasSuffix(got, "  2000→2000\n\nshowing lines 1-2000 of 5,000; call read_file with offset=2001 to continue") {
 		t.Errorf("first window ends ...%q", got[len(got)-120:])
 	}
 	got = fsMustOK(t, w.call(t, "read_file", map[string]any{"path": "big.txt", "offset": 2001, "limit": 3}))
-	if got != "  2001→line 2001\n  2002→line 2002\n  2003→line 2003\n\nshowing lines 2001-2003 of 5,000; call read_file with offset=2004 to continue" {
+	if got != "  2001→2001\n  2002→2002\n  2003→2003\n\nshowing lines 2001-2003 of 5,000; call read_file with offset=2004 to continue" {
 		t.Errorf("second window = %q", got)
 	}
 	got = fsMustOK(t, w.call(t, "read_file", map[string]any{"path": "big.txt", "offset": 4999}))

@@ -94,15 +94,21 @@ func (f *fsTools) readFile(ctx context.Context, call *tool.Call) (*tool.Result, 
 //   - before: the file has a UTF-8 BOM (never shown as U+FEFF in line 1,
 //     case BH-007), or a text encoding other than UTF-8;
 //   - after, when the window stops before the end: "showing lines A-B of N;
-//     call read_file with offset=B+1 to continue", naming the byte bound
-//     when that is what stopped it;
+//     call read_file with offset=B+1 to continue", naming the bound that
+//     stopped it when it was not the line limit;
 //   - after, per cut line (case BH-014): "line 1 truncated: 2,000 of
 //     2,000,000 characters shown; use grep or execute on a byte range for
 //     the rest", the first maxTruncationNotes by number, the rest counted.
 //
 // Bounds are re-applied here whatever the sandbox returned: at most
-// opts.ReadMaxLineChars characters per line and opts.ReadMaxBytes bytes of
-// line text. An offset past the end is a Parameters error.
+// opts.ReadMaxLineChars characters per line, opts.ReadMaxBytes bytes of
+// line text, and opts.MaxOutputChars characters of result text in all
+// (notes, line-number prefixes and newlines included), so the result bound
+// (limits.resultMaxChars, which MaxOutputChars follows) never cuts a read
+// in its middle. The window stops before the first line that would pass
+// any of them, and the continuation offset names exactly that line; a
+// first line that alone passes the character bound is cut to fit, with its
+// truncation note. An offset past the end is a Parameters error.
 func formatRead(p string, res *sandbox.ReadResult, offset, limit int, opts *FSOptions) (string, map[string]any, *tool.Error) {
 	ev := map[string]any{
 		"path":        p,
@@ -134,11 +140,15 @@ func formatRead(p string, res *sandbox.ReadResult, offset, limit int, opts *FSOp
 		head = append(head, fmt.Sprintf("note: the file's text encoding is %s; lines are shown converted to UTF-8", res.Encoding))
 	}
 
-	var body strings.Builder
-	type cut struct{ line, shown, chars int }
-	var cuts []cut
+	// The lines the line and byte bounds allow, each clipped.
+	type shownLine struct {
+		number       int
+		text         string
+		shown, chars int // characters shown and in the whole line
+	}
+	var lines []shownLine
 	var used int64
-	first, last := res.Lines[0].Number, 0
+	stop := ""     // the bound that stopped the window before res ended: "bytes", "characters"
 	stoppedAt := 0 // the line the byte bound stopped before, 0 if none
 	invalid := false
 	for _, l := range res.Lines {
@@ -153,84 +163,120 @@ func formatRead(p string, res *sandbox.ReadResult, offset, limit int, opts *FSOp
 		}
 		chars := max(l.Chars, fsRunes(text))
 		text, _ = fsClip(text, opts.ReadMaxLineChars)
-		if shown := fsRunes(text); shown < chars {
-			cuts = append(cuts, cut{l.Number, shown, chars})
-		}
-		if last > 0 && used+int64(len(text)) > opts.ReadMaxBytes {
-			stoppedAt = l.Number
+		if len(lines) > 0 && used+int64(len(text)) > opts.ReadMaxBytes {
+			stop, stoppedAt = "bytes", l.Number
 			break
 		}
 		used += int64(len(text))
-		body.WriteString(lineNumberPrefix(l.Number))
-		body.WriteString(text)
-		body.WriteByte('\n')
-		last = l.Number
+		lines = append(lines, shownLine{l.Number, text, fsRunes(text), chars})
 	}
 	if bom {
 		head = append([]string{"note: the file starts with a UTF-8 byte order mark (EF BB BF); it is not shown in line 1, and edit_file keeps it"}, head...)
 	}
 	if invalid {
-		head = append(head, "note: some bytes are not valid UTF-8 and are shown as U+FFFD (�)")
+		head = append(head, "note: some bytes are not valid UTF-8 and are shown as U+FFFD (\uFFFD)")
 	}
 
-	var tail []string
-	next := 0
-	switch {
-	case stoppedAt > 0:
-		next = stoppedAt
-	case res.More:
-		next = res.NextOffset
-		if next <= last {
-			next = last + 1
+	// render builds the result for lines[:n]; the character bound then
+	// takes lines off the end until it fits.
+	render := func(n int, stop string) (string, int) {
+		first, last := lines[0].number, lines[n-1].number
+		next := 0
+		switch {
+		case n < len(lines):
+			next = lines[n].number
+		case stoppedAt > 0:
+			next = stoppedAt
+		case res.More:
+			next = max(res.NextOffset, last+1)
 		}
-	}
-	if next > 0 {
-		of := ""
-		if res.TotalLines > 0 {
-			of = fmt.Sprintf(" of %s", fsCount(int64(res.TotalLines)))
-		}
-		why := ""
-		if stoppedAt > 0 || last-first+1 < limit {
-			why = fmt.Sprintf(" (stopped at the %s-byte bound per call)", fsCount(opts.ReadMaxBytes))
-		}
-		tail = append(tail, fmt.Sprintf("showing lines %d-%d%s%s; call read_file with offset=%d to continue", first, last, of, why, next))
-	} else if first > 1 {
-		tail = append(tail, fmt.Sprintf("showing lines %d-%d%s (end of file)", first, last, ofTotal(res.TotalLines)))
-	}
-	shownCuts := 0
-	for _, c := range cuts {
-		if c.line > last {
-			break
-		}
-		if shownCuts == maxTruncationNotes {
-			rest := 0
-			for _, c2 := range cuts {
-				if c2.line <= last {
-					rest++
-				}
+		var tail []string
+		if next > 0 {
+			why := ""
+			switch {
+			case stop == "characters":
+				why = fmt.Sprintf(" (stopped at the %s-character bound of one result)", fsCount(int64(opts.MaxOutputChars)))
+			case stop == "bytes" || last-first+1 < limit:
+				why = fmt.Sprintf(" (stopped at the %s-byte bound per call)", fsCount(opts.ReadMaxBytes))
 			}
-			rest -= maxTruncationNotes
-			tail = append(tail, fmt.Sprintf("%s also truncated to %s characters", fsPlural(rest, "more line", "more lines"), fsCount(int64(opts.ReadMaxLineChars))))
-			break
+			tail = append(tail, fmt.Sprintf("showing lines %d-%d%s%s; call read_file with offset=%d to continue", first, last, ofTotal(res.TotalLines), why, next))
+		} else if first > 1 {
+			tail = append(tail, fmt.Sprintf("showing lines %d-%d%s (end of file)", first, last, ofTotal(res.TotalLines)))
 		}
-		tail = append(tail, fmt.Sprintf("line %d truncated: %s of %s characters shown; use grep or execute on a byte range for the rest",
-			c.line, fsCount(int64(c.shown)), fsCount(int64(c.chars))))
-		shownCuts++
+		cuts := 0
+		for _, l := range lines[:n] {
+			if l.shown >= l.chars {
+				continue
+			}
+			cuts++
+			if cuts <= maxTruncationNotes {
+				tail = append(tail, fmt.Sprintf("line %d truncated: %s of %s characters shown; use grep or execute on a byte range for the rest",
+					l.number, fsCount(int64(l.shown)), fsCount(int64(l.chars))))
+			}
+		}
+		if rest := cuts - maxTruncationNotes; rest > 0 {
+			tail = append(tail, fmt.Sprintf("%s also truncated to %s characters", fsPlural(rest, "more line", "more lines"), fsCount(int64(opts.ReadMaxLineChars))))
+		}
+		var out strings.Builder
+		for _, h := range head {
+			out.WriteString(h)
+			out.WriteByte('\n')
+		}
+		for _, l := range lines[:n] {
+			out.WriteString(lineNumberPrefix(l.number))
+			out.WriteString(l.text)
+			out.WriteByte('\n')
+		}
+		if len(tail) > 0 {
+			out.WriteByte('\n')
+			out.WriteString(strings.Join(tail, "\n"))
+		}
+		return strings.TrimRight(out.String(), "\n"), next
 	}
 
-	var out strings.Builder
-	for _, h := range head {
-		out.WriteString(h)
-		out.WriteByte('\n')
+	// The character bound: count the lines that fit without the tail, then
+	// take lines off until the whole result (tail included) fits.
+	maxChars := opts.MaxOutputChars
+	n, total := 0, 0
+	for _, s := range head {
+		total += fsRunes(s) + 1
 	}
-	out.WriteString(body.String())
-	if len(tail) > 0 {
-		out.WriteByte('\n')
-		out.WriteString(strings.Join(tail, "\n"))
+	for _, l := range lines {
+		c := fsRunes(lineNumberPrefix(l.number)) + l.shown + 1
+		if n > 0 && total+c > maxChars {
+			break
+		}
+		total += c
+		n++
 	}
+	if n < len(lines) {
+		stop = "characters"
+	}
+	text, next := render(n, stop)
+	for n > 1 && fsRunes(text) > maxChars {
+		n--
+		stop = "characters"
+		text, next = render(n, stop)
+	}
+	if over := fsRunes(text) - maxChars; n == 1 && over > 0 {
+		// One line alone passes the bound: cut it to fit. Its truncation
+		// note lengthens the tail, so cut once more if needed.
+		for range 3 {
+			l := &lines[0]
+			l.text, _ = fsClip(l.text, max(l.shown-over, 0))
+			l.shown = fsRunes(l.text)
+			text, next = render(1, stop)
+			if over = fsRunes(text) - maxChars; over <= 0 || l.shown == 0 {
+				break
+			}
+		}
+	}
+
+	shown := lines[:n]
+	first, last := shown[0].number, shown[n-1].number
 	truncatedLines := 0
-	for _, c := range cuts {
-		if c.line <= last {
+	for _, l := range shown {
+		if l.shown < l.chars {
 			truncatedLines++
 		}
 	}
@@ -243,7 +289,7 @@ func formatRead(p string, res *sandbox.ReadResult, offset, limit int, opts *FSOp
 		ev["next_offset"] = next
 	}
 	ev["bom"] = bom
-	return strings.TrimRight(out.String(), "\n"), ev, nil
+	return text, ev, nil
 }
 
 func linesOf(total int) string {
