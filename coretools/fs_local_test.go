@@ -416,11 +416,13 @@ func TestLocalReadWindowsAndContinues(t *testing.T) {
 	}
 	w.file(t, "big.txt", b.String())
 	got := fsMustOK(t, w.call(t, "read_file", map[string]any{"path": "big.txt"}))
-	if !strings.HasSuffix(got, "  2000→2000\n\nshowing lines 1-2000 of 5,000; call read_file with offset=2001 to continue") {
+	notice := `[cut by read_file at the 2,000-line bound per call: the file has 5,000 lines; lines 1-2,000 shown; lines 2,001-5,000 omitted; continue with read_file {"path":"big.txt","offset":2001}]`
+	if !strings.HasPrefix(got, notice+"\n     1→1\n") || !strings.HasSuffix(got, "  2000→2000\n\n"+notice) {
 		t.Errorf("first window ends ...%q", got[len(got)-120:])
 	}
 	got = fsMustOK(t, w.call(t, "read_file", map[string]any{"path": "big.txt", "offset": 2001, "limit": 3}))
-	if got != "  2001→2001\n  2002→2002\n  2003→2003\n\nshowing lines 2001-2003 of 5,000; call read_file with offset=2004 to continue" {
+	notice = `[cut by read_file at the 3-line limit of this call: the file has 5,000 lines; lines 2,001-2,003 shown; lines 2,004-5,000 omitted; continue with read_file {"path":"big.txt","offset":2004,"limit":3}]`
+	if got != notice+"\n  2001→2001\n  2002→2002\n  2003→2003\n\n"+notice {
 		t.Errorf("second window = %q", got)
 	}
 	got = fsMustOK(t, w.call(t, "read_file", map[string]any{"path": "big.txt", "offset": 4999}))

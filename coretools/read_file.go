@@ -3,6 +3,7 @@ package coretools
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"image"
 	_ "image/gif"  // register GIF for image.DecodeConfig
@@ -20,8 +21,8 @@ import (
 // readInput is the input of read_file.
 type readInput struct {
 	Path   string `json:"path"`
-	Offset int    `json:"offset"`
-	Limit  int    `json:"limit"`
+	Offset int    `json:"offset,omitempty"`
+	Limit  int    `json:"limit,omitempty"`
 }
 
 const readSchema = `{
@@ -91,11 +92,16 @@ func (f *fsTools) readFile(ctx context.Context, call *tool.Call) (*tool.Result, 
 // line is lineNumberPrefix(n) followed by the line exactly as read, raw tabs
 // kept, no line ending. Around the lines it adds notes:
 //
+//   - first and last, when the window stops before the end: the
+//     [tool.Cut] notice every cut result carries (case BH-047), e.g.
+//     "[cut by read_file at the 30,000-character result bound: the file has
+//     2,000 lines; lines 1-342 shown; lines 343-2,000 omitted; continue
+//     with read_file {"path":"notes.md","offset":343}]", naming the bound
+//     that stopped it; the offset is the first line not shown;
 //   - before: the file has a UTF-8 BOM (never shown as U+FEFF in line 1,
 //     case BH-007), or a text encoding other than UTF-8;
-//   - after, when the window stops before the end: "showing lines A-B of N;
-//     call read_file with offset=B+1 to continue", naming the bound that
-//     stopped it when it was not the line limit;
+//   - after, when a window that starts past line 1 reaches the end:
+//     "showing lines A-B of N (end of file)";
 //   - after, per cut line (case BH-014): "line 1 truncated: 2,000 of
 //     2,000,000 characters shown; use grep or execute on a byte range for
 //     the rest", the first maxTruncationNotes by number, the rest counted.
@@ -191,15 +197,27 @@ func formatRead(p string, res *sandbox.ReadResult, offset, limit int, opts *FSOp
 			next = max(res.NextOffset, last+1)
 		}
 		var tail []string
+		notice := ""
 		if next > 0 {
-			why := ""
+			c := tool.Cut{By: "read_file", File: true, TotalLines: int64(res.TotalLines),
+				ShownFirst: int64(first), ShownLast: int64(last),
+				OmittedFirst: int64(next), OmittedLast: max(int64(res.TotalLines), 0)}
 			switch {
 			case stop == "characters":
-				why = fmt.Sprintf(" (stopped at the %s-character bound of one result)", fsCount(int64(opts.MaxOutputChars)))
+				c.Bound = "the " + fsCount(int64(opts.MaxOutputChars)) + "-character result bound"
 			case stop == "bytes" || last-first+1 < limit:
-				why = fmt.Sprintf(" (stopped at the %s-byte bound per call)", fsCount(opts.ReadMaxBytes))
+				c.Bound = "the " + fsCount(opts.ReadMaxBytes) + "-byte bound per call"
+			case limit < opts.ReadMaxLines:
+				c.Bound = "the " + fsCount(int64(limit)) + "-line limit of this call"
+			default:
+				c.Bound = "the " + fsCount(int64(opts.ReadMaxLines)) + "-line bound per call"
 			}
-			tail = append(tail, fmt.Sprintf("showing lines %d-%d%s%s; call read_file with offset=%d to continue", first, last, ofTotal(res.TotalLines), why, next))
+			args := readInput{Path: p, Offset: next}
+			if limit < opts.ReadMaxLines {
+				args.Limit = limit
+			}
+			c.Next = "continue with read_file " + fsJSON(args)
+			notice = c.Notice()
 		} else if first > 1 {
 			tail = append(tail, fmt.Sprintf("showing lines %d-%d%s (end of file)", first, last, ofTotal(res.TotalLines)))
 		}
@@ -217,7 +235,14 @@ func formatRead(p string, res *sandbox.ReadResult, offset, limit int, opts *FSOp
 		if rest := cuts - maxTruncationNotes; rest > 0 {
 			tail = append(tail, fmt.Sprintf("%s also truncated to %s characters", fsPlural(rest, "more line", "more lines"), fsCount(int64(opts.ReadMaxLineChars))))
 		}
+		if notice != "" {
+			tail = append(tail, notice)
+		}
 		var out strings.Builder
+		if notice != "" {
+			out.WriteString(notice)
+			out.WriteByte('\n')
+		}
 		for _, h := range head {
 			out.WriteString(h)
 			out.WriteByte('\n')
@@ -290,6 +315,16 @@ func formatRead(p string, res *sandbox.ReadResult, offset, limit int, opts *FSOp
 	}
 	ev["bom"] = bom
 	return text, ev, nil
+}
+
+// fsJSON renders v as compact JSON without HTML escaping, for a call the
+// model can copy.
+func fsJSON(v any) string {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+	return strings.TrimSpace(b.String())
 }
 
 func linesOf(total int) string {

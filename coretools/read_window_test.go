@@ -1,6 +1,7 @@
 package coretools
 
 import (
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -8,18 +9,20 @@ import (
 	"testing"
 
 	"github.com/aibuddy/aibuddy/result"
+	"github.com/aibuddy/aibuddy/tool"
 )
 
 // readWhole reads rel from line 1 to the end with successive read_file
 // calls, each starting at the offset the previous result names. It fails
 // the test when a result would be cut by the result bound (maxChars, as
-// result.Bound applies it), when a line is shown twice or out of order, or
-// when a continuation offset is not the line after the last one shown. It
+// result.Bound applies it), when a line is shown twice or out of order,
+// when a cut window's notice is not its first and last line, or when the
+// notice's read_file call does not continue at the line after the last one
+// shown. It
 // returns the lines seen by number and the number of calls.
 func readWhole(t *testing.T, w *fsWorld, rel string, maxChars int) (map[int]string, int) {
 	t.Helper()
 	lineRE := regexp.MustCompile(`^ *(\d+)→(.*)$`)
-	nextRE := regexp.MustCompile(`offset=(\d+)`)
 	seen := map[int]string{}
 	offset, calls := 1, 0
 	for {
@@ -50,11 +53,26 @@ func readWhole(t *testing.T, w *fsWorld, rel string, maxChars int) (map[int]stri
 		if last == 0 {
 			t.Fatalf("call %d (offset %d) showed no line:\n%s", calls, offset, text)
 		}
-		m := nextRE.FindStringSubmatch(text)
-		if m == nil {
+		first, _, _ := strings.Cut(text, "\n")
+		cut, ok := tool.ParseCut(first)
+		if !ok {
+			if strings.Contains(text, "[cut by") {
+				t.Fatalf("call %d: a notice that is not the first line:\n%s", calls, text)
+			}
 			return seen, calls
 		}
-		next, _ := strconv.Atoi(m[1])
+		if !strings.HasSuffix(text, "\n"+first) {
+			t.Fatalf("call %d: the cut notice is not also the last line:\n%s", calls, text[max(0, len(text)-400):])
+		}
+		args, ok := strings.CutPrefix(cut.Next, "continue with read_file ")
+		var in struct {
+			Path   string
+			Offset int
+		}
+		if err := json.Unmarshal([]byte(args), &in); !ok || err != nil || in.Path != rel {
+			t.Fatalf("call %d: the notice's next step %q is not a read_file call on %s (%v)", calls, cut.Next, rel, err)
+		}
+		next := in.Offset
 		if next != last+1 {
 			t.Fatalf("call %d: last line shown is %d but the result says to continue at offset=%d", calls, last, next)
 		}
