@@ -20,6 +20,7 @@ const (
 	hintNoMatch     = "copy old_string exactly from read_file output (without the line-number prefix), whitespace and quotes included"
 	hintAmbiguous   = "add surrounding lines to old_string so it matches once, or set replace_all to change every occurrence"
 	hintNoOp        = "the file is unchanged and needs no re-read; set new_string to the text you want"
+	hintEncoding    = "use only characters the file's encoding has (read_file names it), or convert the file to UTF-8 with execute first"
 	hintEmptyOld    = "to insert text, set old_string to a unique nearby line and new_string to that line plus the new text"
 	hintBadPattern  = "fix the pattern syntax"
 	hintPermission  = "the host does not permit this; choose another path"
@@ -41,7 +42,8 @@ const (
 //   - sandbox.ErrOutsideWorkspace -> Authorization, hint "use a path inside
 //     the workspace" (cases BH-055, BH-057, BH-058); fs.ErrPermission too;
 //   - ErrNotFound, ErrIsDir, ErrNotDir, ErrNoMatch, ErrAmbiguous, ErrNoOp,
-//     ErrEmptyOld, ErrBadPattern -> Parameters, with a next step each;
+//     ErrEmptyOld, ErrEncoding, ErrBadPattern -> Parameters, with a next
+//     step each;
 //     ErrNoMatch lists the sandbox's closest candidates (EditError);
 //   - ErrStale -> Verification, hint "read the file again, then edit";
 //   - context cancellation or deadline, ErrUnsupported and anything else ->
@@ -77,6 +79,12 @@ func fsError(err error, toolName, p string) *tool.Error {
 		e.Msg = editIdx + "old_string not found in " + p + "; nothing was written"
 		if ee != nil && len(ee.Candidates) > 0 {
 			e.Msg += "; closest: " + joinCandidates(ee.Candidates)
+		}
+	case errors.Is(err, sandbox.ErrEncoding):
+		e.Stage, e.Hint = tool.Parameters, hintEncoding
+		e.Msg = editIdx + "new_string cannot be written in the text encoding of " + p + "; nothing was written"
+		if ee != nil && len(ee.Candidates) > 0 {
+			e.Msg += ": " + joinCandidates(ee.Candidates)
 		}
 	case errors.Is(err, sandbox.ErrAmbiguous):
 		e.Stage, e.Hint = tool.Parameters, hintAmbiguous

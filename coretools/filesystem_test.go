@@ -233,7 +233,7 @@ func TestFormatReadNamesNonUTF8Encoding(t *testing.T) {
 	o := (*FSOptions)(nil).withDefaults()
 	res := &sandbox.ReadResult{Encoding: "windows-1252", Lines: []sandbox.Line{{Number: 1, Text: "caf\xe9"}}}
 	got, _, _ := formatRead("latin.txt", res, 1, 2000, &o)
-	if !strings.Contains(got, "note: the file's text encoding is windows-1252; lines are shown converted to UTF-8") {
+	if !strings.Contains(got, "note: the file's text encoding is windows-1252, not UTF-8 (detected from its content); lines are shown converted to UTF-8, and edit_file matches and writes in windows-1252") {
 		t.Errorf("encoding not named: %q", got)
 	}
 	if !strings.Contains(got, "     1→caf\uFFFD") {

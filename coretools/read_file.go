@@ -140,10 +140,14 @@ func formatRead(p string, res *sandbox.ReadResult, offset, limit int, opts *FSOp
 	bom := res.BOM
 	switch enc := strings.ToLower(res.Encoding); {
 	case enc == "" || enc == "utf-8" || enc == "utf8":
+	case strings.HasPrefix(enc, "utf-8") && strings.Contains(enc, `\xnn`):
+		head = append(head, `note: the file is UTF-8 except for bytes that are not valid UTF-8; each is shown as \xNN (upper-case hex), and edit_file's old_string may use the same \xNN form to match it`)
 	case strings.HasPrefix(enc, "utf-8"):
 		head = append(head, "note: the file is not entirely valid UTF-8: "+res.Encoding)
+	case strings.HasPrefix(enc, "unknown"):
+		head = append(head, `note: the file is not UTF-8 and its text encoding was not recognized (not UTF-16, GB18030/GBK, Big5, Shift_JIS, EUC-JP, EUC-KR or windows-1252); ASCII is shown as is and every other byte as \xNN (upper-case hex), and edit_file's old_string may use the same \xNN form to match it`)
 	default:
-		head = append(head, fmt.Sprintf("note: the file's text encoding is %s; lines are shown converted to UTF-8", res.Encoding))
+		head = append(head, fmt.Sprintf("note: the file's text encoding is %s, not UTF-8 (detected from its content); lines are shown converted to UTF-8, and edit_file matches and writes in %s, so the bytes it does not change stay as they are", res.Encoding, res.Encoding))
 	}
 
 	// The lines the line and byte bounds allow, each clipped.

@@ -58,6 +58,10 @@ var (
 	ErrAmbiguous = errors.New("old_string matches more than once")
 	ErrNoOp      = errors.New("old_string equals new_string")
 	ErrEmptyOld  = errors.New("old_string is empty")
+	// ErrEncoding: Edit's new text has a character the file's encoding
+	// (GB18030, Shift_JIS, windows-1252, ...) cannot hold. Parameters
+	// stage; nothing is written.
+	ErrEncoding = errors.New("new_string cannot be written in the file's encoding")
 	// ErrBadPattern: a glob or regular expression does not compile.
 	// Parameters stage.
 	ErrBadPattern = errors.New("invalid pattern")
@@ -89,7 +93,7 @@ type EditError struct {
 	Index      int
 	Matches    int
 	Candidates []string // e.g. "lines 2-3 match if whitespace is ignored; the file indents with TAB"
-	Err        error    // ErrNoMatch, ErrAmbiguous, ErrNoOp or ErrEmptyOld
+	Err        error    // ErrNoMatch, ErrAmbiguous, ErrNoOp, ErrEmptyOld or ErrEncoding
 }
 
 func (e *EditError) Error() string { return e.Err.Error() }
@@ -204,7 +208,7 @@ type ReadResult struct {
 	Path        string
 	Kind        ContentKind
 	MIMEType    string    // detected, e.g. "text/plain; charset=utf-8", "image/png"
-	Encoding    string    // text encoding, "utf-8" unless detected otherwise
+	Encoding    string    // text encoding: "utf-8", or e.g. "gb18030", "utf-16le", "windows-1252"; "utf-8 (...)"/"unknown (...)" when bytes are shown as \xNN
 	BOM         bool      // the file starts with a UTF-8 byte order mark (not shown in Lines)
 	Size        int64     // bytes
 	ModTime     time.Time //

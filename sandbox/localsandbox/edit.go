@@ -98,15 +98,37 @@ func (s *Sandbox) Edit(ctx context.Context, req sandbox.EditRequest) (*sandbox.E
 		return nil, ctxErr(op, r.display, err)
 	}
 
-	bom := bytes.HasPrefix(orig, utf8BOM)
-	body := orig
+	// Text in another encoding (as Read decodes it) is matched and replaced
+	// as UTF-8 and encoded back, when that round trip keeps every byte;
+	// otherwise the bytes are matched as they are, and a byte that is not
+	// valid UTF-8 may be written as \xNN, the form Read shows it in.
+	te, _ := sniffEncoding(orig[:min(len(orig), sniffBytes)], len(orig) > sniffBytes)
+	prev := orig
+	decoded := false
+	if te.decodable() {
+		prev, decoded = te.decode(orig)
+		if !decoded {
+			prev = orig
+		}
+	}
+	bom := !decoded && bytes.HasPrefix(orig, utf8BOM)
+	body := prev
 	if bom {
 		body = orig[len(utf8BOM):]
 	}
 	total := 0
 	for i, e := range req.Edits {
 		next, n, eerr := replaceAdapted(body, e)
+		if eerr != nil && !decoded && eerr.Err == sandbox.ErrNoMatch {
+			if old, ok := unescapeHigh(e.Old); ok {
+				nw, _ := unescapeHigh(e.New)
+				next, n, eerr = replaceAdapted(body, sandbox.Replacement{Old: old, New: nw, ReplaceAll: e.ReplaceAll})
+			}
+		}
 		if eerr != nil {
+			if eerr.Err == sandbox.ErrNoMatch && !decoded && !utf8.Valid(body) {
+				eerr.Candidates = append(eerr.Candidates, notUTF8Note(te))
+			}
 			eerr.Index = i
 			return nil, eerr
 		}
@@ -114,7 +136,15 @@ func (s *Sandbox) Edit(ctx context.Context, req sandbox.EditRequest) (*sandbox.E
 		total += n
 	}
 	out := body
-	if bom {
+	switch {
+	case decoded:
+		enc, err := te.encode(body)
+		if err != nil {
+			return nil, &sandbox.EditError{Err: sandbox.ErrEncoding,
+				Candidates: []string{err.Error() + "; write new_string with characters it has, or convert the file to UTF-8 first (e.g. iconv -f " + te.name + " -t UTF-8)"}}
+		}
+		out = enc
+	case bom:
 		out = append(append([]byte(nil), utf8BOM...), body...)
 	}
 
@@ -133,10 +163,13 @@ func (s *Sandbox) Edit(ctx context.Context, req sandbox.EditRequest) (*sandbox.E
 	}
 
 	res := &sandbox.EditResult{Path: r.display, Replacements: total}
-	start, end := changedLines(orig, out)
+	start, end := changedLines(prev, body)
+	if bom {
+		start, end = changedLines(orig, out)
+	}
 	res.StartLine = max(1, start-regionContext)
 	res.EndLine = min(end+regionContext, res.StartLine+maxRegionLines-1)
-	if err := s.readBackRegion(r, res); err != nil {
+	if err := s.readBackRegion(r, te, res); err != nil {
 		return nil, err
 	}
 	return res, nil
@@ -286,8 +319,9 @@ func changedLines(before, after []byte) (start, end int) {
 }
 
 // readBackRegion streams the file from disk once for Bytes, SHA256 and the
-// Region lines res.StartLine..res.EndLine, and clamps EndLine to the file.
-func (s *Sandbox) readBackRegion(r resolved, res *sandbox.EditResult) error {
+// Region lines res.StartLine..res.EndLine, decoded as te (as Read shows
+// them), and clamps EndLine to the file.
+func (s *Sandbox) readBackRegion(r resolved, te textEncoding, res *sandbox.EditResult) error {
 	f, err := s.root.Open(r.rel)
 	if err != nil {
 		return s.pathErr(sandbox.OpEdit, r.display, err)
@@ -295,8 +329,7 @@ func (s *Sandbox) readBackRegion(r resolved, res *sandbox.EditResult) error {
 	defer f.Close()
 	h := sha256.New()
 	cr := &countingReader{r: io.TeeReader(f, h)}
-	br := &bomSkipper{r: cr}
-	ls := newLineScanner(br, regionLineChars*utf8.UTFMax)
+	ls := newLineScanner(te.reader(cr, nil), regionLineChars*utf8.UTFMax)
 	n := 0
 	for {
 		kept, chars, _, err := ls.next(nil)
@@ -309,7 +342,7 @@ func (s *Sandbox) readBackRegion(r resolved, res *sandbox.EditResult) error {
 		n++
 		if n >= res.StartLine && n <= res.EndLine {
 			text := clipChars(kept, regionLineChars)
-			res.Region = append(res.Region, sandbox.Line{Number: n, Text: string(bytes.ToValidUTF8(text, []byte("\uFFFD"))), Chars: chars})
+			res.Region = append(res.Region, sandbox.Line{Number: n, Text: string(text), Chars: chars})
 		}
 		if n > res.EndLine {
 			break
@@ -327,6 +360,16 @@ func (s *Sandbox) readBackRegion(r resolved, res *sandbox.EditResult) error {
 	res.Bytes = cr.n
 	res.SHA256 = hex.EncodeToString(h.Sum(nil))
 	return nil
+}
+
+// notUTF8Note explains why a non-ASCII old_string finds no match in a
+// file that is not valid UTF-8 and was not decoded.
+func notUTF8Note(te textEncoding) string {
+	what := "the file is not valid UTF-8"
+	if te.decodable() {
+		what = "the file is mostly " + te.display() + " but has bytes that do not decode, so it is matched as bytes"
+	}
+	return what + `: text that is not ASCII matches only as read_file shows it, with each byte that is not UTF-8 as \xNN`
 }
 
 // bomSkipper drops a leading UTF-8 BOM.

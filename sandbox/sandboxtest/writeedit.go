@@ -351,4 +351,19 @@ func runEdit(t *testing.T, newSandbox NewFunc) {
 			t.Errorf("got %q", got)
 		}
 	})
+
+	t.Run("text in another encoding is edited in it", func(t *testing.T) {
+		e := newEnv(t, newSandbox)
+		// GBK: "name = 张三 # 用户的名字" and "# 这是我们的数据库设置。"
+		gbk := "# \xd5\xe2\xca\xc7\xce\xd2\xc3\xc7\xb5\xc4\xca\xfd\xbe\xdd\xbf\xe2\xc9\xe8\xd6\xc3\xa1\xa3\nname = \xd5\xc5\xc8\xfd # \xd3\xc3\xbb\xa7\xb5\xc4\xc3\xfb\xd7\xd6\n"
+		e.write("g.txt", gbk)
+		res, err := edit(e, "g.txt", one("张三", "李四"))
+		noError(t, err)
+		if got := e.read("g.txt"); got != strings.Replace(gbk, "\xd5\xc5\xc8\xfd", "\xc0\xee\xcb\xc4", 1) {
+			t.Errorf("bytes %q", got)
+		}
+		if len(res.Region) != 2 || res.Region[1].Text != "name = 李四 # 用户的名字" || res.Region[1].Chars != 17 {
+			t.Errorf("region %+v", res.Region)
+		}
+	})
 }
