@@ -539,7 +539,7 @@ func TestFSErrorEditDetails(t *testing.T) {
 		t.Errorf("no match: %q\nwant      %q", e.Msg, want)
 	}
 	e = fsError(&sandbox.EditError{Err: sandbox.ErrAmbiguous, Matches: 2, Index: 1}, "edit_file", "tag.js")
-	if want := "edit 2: old_string matches 2 times in tag.js; nothing was written"; e.Msg != want {
+	if want := "edit 2: old_string matches 2 places in tag.js; nothing was written"; e.Msg != want {
 		t.Errorf("ambiguous: %q", e.Msg)
 	}
 	if !strings.Contains(e.Hint, "replace_all") || !strings.Contains(e.Hint, "surrounding lines") {

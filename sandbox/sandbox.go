@@ -87,11 +87,16 @@ func (e *PathError) Error() string {
 func (e *PathError) Unwrap() error { return e.Err }
 
 // EditError details a failed replacement: which one (0-based index into
-// EditRequest.Edits), how many matches there were, and the closest
-// candidate lines when there was none.
+// EditRequest.Edits), how many matches there were and on which lines, and
+// the closest candidate lines when there was none.
 type EditError struct {
-	Index      int
-	Matches    int
+	Index   int
+	Matches int
+	// MatchLines are the 1-based lines where the matches of an ambiguous
+	// old string start, in order (a line holding two matches is named
+	// twice); at most the first 100 when there are more (Matches counts
+	// them all).
+	MatchLines []int
 	Candidates []string // e.g. "lines 2-3 match if whitespace is ignored; the file indents with TAB"
 	Err        error    // ErrNoMatch, ErrAmbiguous, ErrNoOp, ErrEmptyOld or ErrEncoding
 }

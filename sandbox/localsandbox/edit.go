@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -195,16 +196,15 @@ func replaceAdapted(body []byte, e sandbox.Replacement) ([]byte, int, *sandbox.E
 	case len(at) == 0:
 		return nil, 0, &sandbox.EditError{Err: sandbox.ErrNoMatch, Candidates: candidates(v.norm, string(old))}
 	case len(at) > 1 && !e.ReplaceAll:
-		lines := make([]string, 0, min(len(at), 10))
-		for _, a := range at[:min(len(at), 10)] {
-			lines = append(lines, fmt.Sprint(1+bytes.Count(v.norm[:a], []byte{'\n'})))
+		lines := make([]int, 0, min(len(at), maxMatchLines))
+		line, pos := 1, 0
+		for _, a := range at[:min(len(at), maxMatchLines)] {
+			line += bytes.Count(v.norm[pos:a], []byte{'\n'})
+			pos = a
+			lines = append(lines, line)
 		}
-		more := ""
-		if len(at) > 10 {
-			more = ", …"
-		}
-		return nil, 0, &sandbox.EditError{Err: sandbox.ErrAmbiguous, Matches: len(at),
-			Candidates: []string{fmt.Sprintf("%d matches, starting at lines %s%s; add surrounding lines to old_string to make it unique, or set replace_all", len(at), strings.Join(lines, ", "), more)}}
+		return nil, 0, &sandbox.EditError{Err: sandbox.ErrAmbiguous, Matches: len(at), MatchLines: lines,
+			Candidates: []string{fmt.Sprintf("%d matches, starting at lines %s; add surrounding lines to old_string to make it unique, or set replace_all", len(at), joinLines(lines, len(at)))}}
 	}
 
 	defEnding := v.dominantEnding()
@@ -294,6 +294,19 @@ func (v *lfView) endingAfter(off int, def string) string {
 		return "\r\n"
 	}
 	return "\n"
+}
+
+// joinLines lists match lines: "2, 7, 7, 40", then "…" when total says
+// there are more than listed.
+func joinLines(lines []int, total int) string {
+	parts := make([]string, len(lines))
+	for i, l := range lines {
+		parts[i] = strconv.Itoa(l)
+	}
+	if total > len(lines) {
+		parts = append(parts, "…")
+	}
+	return strings.Join(parts, ", ")
 }
 
 func crlfToLF(s string) string { return strings.ReplaceAll(s, "\r\n", "\n") }

@@ -3,6 +3,7 @@ package sandboxtest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -322,7 +323,7 @@ func runEdit(t *testing.T, newSandbox NewFunc) {
 		_, err := edit(e, "d.txt", one("x", "y"))
 		wantErr(t, err, sandbox.ErrAmbiguous)
 		var ee *sandbox.EditError
-		if !errors.As(err, &ee) || ee.Matches != 2 || len(ee.Candidates) == 0 || !strings.Contains(ee.Candidates[0], "1, 2") {
+		if !errors.As(err, &ee) || ee.Matches != 2 || fmt.Sprint(ee.MatchLines) != "[1 2]" || len(ee.Candidates) == 0 || !strings.Contains(ee.Candidates[0], "1, 2") {
 			t.Errorf("EditError = %+v", ee)
 		}
 		e.unchanged("d.txt", s)
