@@ -17,7 +17,9 @@ import (
 // Write replaces or creates req.Path atomically: the content goes to a
 // temporary file in the same directory, is synced, and is renamed over the
 // target, so a reader sees the old or the new bytes, never a mix, and no
-// temporary file is left behind on any failure. An existing file keeps its
+// temporary file is left behind on any failure it sees; one left by a
+// process killed mid-write (".aibuddy-tmp-<pid>-...") is removed by the
+// next New on the workspace (tempfiles.go). An existing file keeps its
 // permission bits; a new one gets 0666 minus the umask. Missing parent
 // directories are created one component at a time through the root (unless
 // req.NoCreateParents), after the whole path was checked, so nothing is
@@ -122,12 +124,12 @@ func (s *Sandbox) targetMode(op sandbox.Op, r resolved) (fs.FileMode, bool, erro
 	return fi.Mode().Perm(), true, nil
 }
 
-// writeAtomic writes data to a temporary file beside r.rel and renames it
-// over r.rel. When exists, the temporary file gets mode exactly; otherwise
+// writeAtomic writes data to a temporary file beside r.rel (named by
+// tempName, so a sweep after a crash knows it) and renames it over r.rel. When exists, the temporary file gets mode exactly; otherwise
 // mode minus the umask. beforeRename, when set, runs last and may veto.
 // On any failure the temporary file is removed.
 func (s *Sandbox) writeAtomic(ctx context.Context, op sandbox.Op, r resolved, data []byte, mode fs.FileMode, exists bool, beforeRename func() error) (err error) {
-	tmp := path.Join(path.Dir(r.rel), "."+path.Base(r.rel)+".aibuddy-"+randHex(6)+".tmp")
+	tmp := tempName(r.rel)
 	perm := mode
 	if exists {
 		perm = 0o600 // widened to mode below, after creation, regardless of umask
