@@ -20,6 +20,7 @@ const (
 	hintNoMatch     = "copy old_string exactly from read_file output (without the line-number prefix), whitespace and quotes included"
 	hintAmbiguous   = "add surrounding lines to old_string so it matches once (read_file around the lines named), or set replace_all to change every occurrence"
 	hintNoOp        = "the file is unchanged and needs no re-read; set new_string to the text you want"
+	hintChanged     = "another process is changing this path; look at it (ls or read_file), then retry"
 	hintEncoding    = "use only characters the file's encoding has (read_file names it), or convert the file to UTF-8 with execute first"
 	hintEmptyOld    = "to insert text, set old_string to a unique nearby line and new_string to that line plus the new text"
 	hintBadPattern  = "fix the pattern syntax"
@@ -46,6 +47,9 @@ const (
 //     step each;
 //     ErrNoMatch lists the sandbox's closest candidates (EditError);
 //   - ErrStale -> Verification, hint "read the file again, then edit";
+//   - ErrChanged (another process replaced or removed the path during
+//     the call; the message says at which step and what became of the
+//     call) -> Execution, hint to look at the path and retry;
 //   - context cancellation or deadline, ErrUnsupported and anything else ->
 //     Execution.
 //
@@ -67,6 +71,8 @@ func fsError(err error, toolName, p string) *tool.Error {
 		e.Stage, e.Hint = tool.Authorization, hintOutside
 	case errors.Is(err, fs.ErrPermission):
 		e.Stage, e.Hint = tool.Authorization, hintPermission
+	case errors.Is(err, sandbox.ErrChanged):
+		e.Stage, e.Hint = tool.Execution, hintChanged
 	case errors.Is(err, sandbox.ErrStale):
 		e.Stage, e.Hint = tool.Verification, hintStale
 		e.Msg = p + " changed on disk since this run last read it; nothing was written"

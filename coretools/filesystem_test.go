@@ -517,6 +517,7 @@ func TestFSErrorStages(t *testing.T) {
 		{&sandbox.EditError{Err: sandbox.ErrEmptyOld}, tool.Parameters, hintEmptyOld},
 		{fmt.Errorf("bad: %w", sandbox.ErrBadPattern), tool.Parameters, hintBadPattern},
 		{wrap(sandbox.ErrStale), tool.Verification, "read the file again, then edit"},
+		{wrap(sandbox.ErrChanged), tool.Execution, hintChanged},
 		{context.Canceled, tool.Execution, hintCancelled},
 		{fmt.Errorf("walk: %w", context.DeadlineExceeded), tool.Execution, hintCancelled},
 		{sandbox.ErrUnsupported, tool.Execution, hintUnsupported},

@@ -52,6 +52,12 @@ var (
 	// ErrStale: Edit's ExpectedSHA256 no longer matches the file on disk.
 	// Verification stage.
 	ErrStale = errors.New("file changed on disk since it was read")
+	// ErrChanged: another process replaced or removed the path (or a link
+	// in it) while the operation ran, e.g. between its check and its
+	// effect. PathError.Reason says what changed at which step and what
+	// became of the operation ("nothing was written"). Execution stage;
+	// retrying after a look at the path is safe.
+	ErrChanged = errors.New("the path was changed by another process during the operation")
 	// ErrNoMatch, ErrAmbiguous, ErrNoOp, ErrEmptyOld: Edit could not apply a
 	// replacement. Parameters stage. See EditError for details.
 	ErrNoMatch   = errors.New("old_string not found")

@@ -71,9 +71,10 @@ func (s *Sandbox) Edit(ctx context.Context, req sandbox.EditRequest) (*sandbox.E
 	if !exists {
 		return nil, &sandbox.PathError{Op: op, Path: r.display, Reason: "use write_file to create a file", Err: notFound{}}
 	}
+	const editing, nothing = "while it was being edited", "nothing was written; read it again, then edit"
 	before, err := s.root.Lstat(r.rel)
 	if err != nil {
-		return nil, s.pathErr(op, r.display, err)
+		return nil, s.raced(op, r.display, err, editing, nothing)
 	}
 	if before.Size() > s.maxEditBytes() {
 		return nil, &sandbox.PathError{Op: op, Path: r.display,
@@ -82,12 +83,12 @@ func (s *Sandbox) Edit(ctx context.Context, req sandbox.EditRequest) (*sandbox.E
 	}
 	f, err := s.root.Open(r.rel)
 	if err != nil {
-		return nil, s.pathErr(op, r.display, err)
+		return nil, s.raced(op, r.display, err, editing, nothing)
 	}
 	orig, err := io.ReadAll(io.LimitReader(f, s.maxEditBytes()+1))
 	f.Close()
 	if err != nil {
-		return nil, s.pathErr(op, r.display, err)
+		return nil, s.raced(op, r.display, err, editing, nothing)
 	}
 	sum := sha256.Sum256(orig)
 	if want := strings.TrimSpace(req.ExpectedSHA256); want != "" && !strings.EqualFold(want, hex.EncodeToString(sum[:])) {
@@ -152,7 +153,7 @@ func (s *Sandbox) Edit(ctx context.Context, req sandbox.EditRequest) (*sandbox.E
 	stale := func() error {
 		now, err := s.root.Lstat(r.rel)
 		if err != nil {
-			return s.pathErr(op, r.display, err)
+			return s.raced(op, r.display, err, editing, nothing)
 		}
 		if now.Size() != before.Size() || !now.ModTime().Equal(before.ModTime()) {
 			return &sandbox.PathError{Op: op, Path: r.display, Reason: "modified by someone else during the edit; nothing was written", Err: sandbox.ErrStale}
@@ -335,9 +336,10 @@ func changedLines(before, after []byte) (start, end int) {
 // Region lines res.StartLine..res.EndLine, decoded as te (as Read shows
 // them), and clamps EndLine to the file.
 func (s *Sandbox) readBackRegion(r resolved, te textEncoding, res *sandbox.EditResult) error {
+	const step, outcome = "right after it was edited, before it could be read back", "the edit happened but what is on disk now is unknown; read it again"
 	f, err := s.root.Open(r.rel)
 	if err != nil {
-		return s.pathErr(sandbox.OpEdit, r.display, err)
+		return s.raced(sandbox.OpEdit, r.display, err, step, outcome)
 	}
 	defer f.Close()
 	h := sha256.New()

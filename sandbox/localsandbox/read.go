@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
@@ -13,7 +14,9 @@ import (
 	_ "image/jpeg"
 	_ "image/png"
 	"io"
+	"io/fs"
 	"net/http"
+	"syscall"
 	"unicode/utf8"
 
 	_ "golang.org/x/image/webp" // image.DecodeConfig for WebP
@@ -59,7 +62,11 @@ func (s *Sandbox) Read(ctx context.Context, req sandbox.ReadRequest) (*sandbox.R
 	if err != nil {
 		return nil, err
 	}
+	const reading, nothing = "while it was being read", "nothing was read; look at it again (ls), then retry"
 	fi, err := s.root.Stat(r.rel)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, s.raced(op, r.display, err, reading, nothing)
+	}
 	if err != nil {
 		return nil, s.pathErr(op, r.display, err)
 	}
@@ -71,11 +78,15 @@ func (s *Sandbox) Read(ctx context.Context, req sandbox.ReadRequest) (*sandbox.R
 	}
 	f, err := s.root.Open(r.rel)
 	if err != nil {
-		return nil, s.pathErr(op, r.display, err)
+		return nil, s.raced(op, r.display, err, reading, nothing)
 	}
 	defer f.Close()
 	if fi, err = f.Stat(); err != nil {
-		return nil, s.pathErr(op, r.display, err)
+		return nil, s.raced(op, r.display, err, reading, nothing)
+	}
+	if !fi.Mode().IsRegular() {
+		// Replaced since the Stat above.
+		return nil, &sandbox.PathError{Op: op, Path: r.display, Reason: "replaced by a " + kindOf(fi) + " " + reading + "; " + nothing, Err: sandbox.ErrChanged}
 	}
 
 	h := sha256.New()
@@ -83,7 +94,7 @@ func (s *Sandbox) Read(ctx context.Context, req sandbox.ReadRequest) (*sandbox.R
 	head := make([]byte, sniffBytes)
 	n, err := io.ReadFull(cr, head)
 	if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
-		return nil, s.pathErr(op, r.display, err)
+		return nil, s.raced(op, r.display, err, reading, nothing)
 	}
 	head = head[:n]
 	res := &sandbox.ReadResult{Path: r.display, Size: fi.Size(), ModTime: fi.ModTime(), TotalLines: -1}
@@ -265,6 +276,23 @@ func binaryDescription(head []byte, size int64, mime string) string {
 		what += " (" + mime + ")"
 	}
 	return fmt.Sprintf("%s, %s bytes, not shown; use execute with xxd or strings for a bounded view", what, commas(size))
+}
+
+// kindOf names what a non-regular file is: "directory", "symbolic link".
+func kindOf(fi fs.FileInfo) string {
+	switch m := fi.Mode(); {
+	case m.IsDir():
+		return "directory"
+	case m&fs.ModeSymlink != 0:
+		return "symbolic link"
+	case m&fs.ModeNamedPipe != 0:
+		return "named pipe"
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	case m&fs.ModeDevice != 0:
+		return "device"
+	}
+	return "special file"
 }
 
 // commas formats n with thousands separators (golang.org/x/text/message, English): 65544 -> "65,544".

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"syscall"
 
 	"github.com/aibuddy/aibuddy/sandbox"
 )
@@ -117,7 +118,8 @@ func (s *Sandbox) targetMode(op sandbox.Op, r resolved) (fs.FileMode, bool, erro
 	case fi.IsDir():
 		return 0, false, &sandbox.PathError{Op: op, Path: r.display, Err: sandbox.ErrIsDir}
 	case fi.Mode()&fs.ModeSymlink != 0:
-		return 0, false, &sandbox.PathError{Op: op, Path: r.display, Reason: "the target became a symlink", Err: sandbox.ErrOutsideWorkspace}
+		// resolve followed every link; this one was swapped in since.
+		return 0, false, &sandbox.PathError{Op: op, Path: r.display, Reason: "replaced by a symbolic link while it was being " + doneWord(op) + "; nothing was written; look at it again, then retry", Err: sandbox.ErrChanged}
 	case !fi.Mode().IsRegular():
 		return 0, false, &sandbox.PathError{Op: op, Path: r.display, Reason: "not a regular file", Err: sandbox.ErrUnsupported}
 	}
@@ -134,7 +136,11 @@ func (s *Sandbox) writeAtomic(ctx context.Context, op sandbox.Op, r resolved, da
 	if exists {
 		perm = 0o600 // widened to mode below, after creation, regardless of umask
 	}
+	during, nothing := "while it was being "+doneWord(op), "nothing was written; look at it again, then retry"
 	f, err := s.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return &sandbox.PathError{Op: op, Path: r.display, Reason: "its directory was removed or replaced " + during + "; " + nothing, Err: sandbox.ErrChanged}
+	}
 	if err != nil {
 		return s.pathErr(op, r.display, err)
 	}
@@ -177,22 +183,31 @@ func (s *Sandbox) writeAtomic(ctx context.Context, op sandbox.Op, r resolved, da
 		}
 	}
 	if err := s.root.Rename(tmp, r.rel); err != nil {
-		return s.pathErr(op, r.display, err)
+		return s.raced(op, r.display, err, during, nothing)
 	}
 	return nil
 }
 
+// doneWord is what op does to a file, for messages: "written", "edited".
+func doneWord(op sandbox.Op) string {
+	if op == sandbox.OpEdit {
+		return "edited"
+	}
+	return "written"
+}
+
 // readBack streams r.rel from disk and returns its size and hex SHA-256.
 func (s *Sandbox) readBack(op sandbox.Op, r resolved) (int64, string, error) {
+	const step, outcome = "right after it was written, before it could be read back", "the write happened but what is on disk now is unknown; look at it again"
 	f, err := s.root.Open(r.rel)
 	if err != nil {
-		return 0, "", s.pathErr(op, r.display, err)
+		return 0, "", s.raced(op, r.display, err, step, outcome)
 	}
 	defer f.Close()
 	h := sha256.New()
 	n, err := io.Copy(h, f)
 	if err != nil {
-		return 0, "", s.pathErr(op, r.display, err)
+		return 0, "", s.raced(op, r.display, err, step, outcome)
 	}
 	return n, hex.EncodeToString(h.Sum(nil)), nil
 }
