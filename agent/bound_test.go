@@ -83,7 +83,7 @@ func TestBH049HugeMCPResultStaysBoundedInTheNextRequest(t *testing.T) {
 				t.Errorf("the request after the huge result carries %d characters", n)
 			}
 			text := allText(req.Messages)
-			if !strings.Contains(text, "[output capped by aibuddy: 1,200,000 characters in 1,200 lines produced; 30,000 characters shown") {
+			if !strings.Contains(text, "[cut by aibuddy at the 30,000-character result bound: 1,200,000 characters in 1,200 lines produced; 30,000 characters shown") {
 				t.Errorf("no header:\n%.600s", text)
 			}
 			mm := regexp.MustCompile(`view_tool_call (\{[^}]*\})`).FindStringSubmatch(text)

@@ -84,7 +84,7 @@ func TestLargeJSONDeliveredInFullThenCompactedAndRecovered(t *testing.T) {
 	// The caller gets the result bounded by the Recorder (BH-049: head,
 	// tail, a header naming the recovery); the record keeps the whole
 	// model form, which compaction works from.
-	if got := res.AllText(); !strings.HasPrefix(got, "[output capped by aibuddy: ") || !strings.Contains(got, doc[:result.DefaultMaxModelChars/2]) {
+	if got := res.AllText(); !strings.HasPrefix(got, "[cut by aibuddy at ") || !strings.Contains(got, doc[:result.DefaultMaxModelChars/2]) {
 		close(g.release)
 		t.Fatalf("the caller did not get the bounded result: %.300s", got)
 	}
@@ -223,7 +223,7 @@ func TestStopPropagatesIntoBackgroundCompaction(t *testing.T) {
 	ctx, stop := context.WithCancel(context.Background())
 	doc := bigJSON(t)
 	res := r.rec.Call(ctx, "task1", &tool.Call{ID: "c_stop", Name: "fetch"}, returning(tool.Text(doc)))
-	if !strings.HasPrefix(res.AllText(), "[output capped by aibuddy: ") { // BH-049: bounded by the Recorder
+	if !strings.HasPrefix(res.AllText(), "[cut by aibuddy at ") { // BH-049: bounded by the Recorder
 		t.Fatal("not delivered")
 	}
 	<-s.entered // the summarizer holds the compaction

@@ -216,7 +216,9 @@ type Limits struct {
 	// (MCP tools, file tools, execute), in characters: a larger result
 	// keeps its first and last halves with a header naming what was
 	// omitted and the view_tool_call that recovers it from the call's
-	// record. Default 30,000 characters.
+	// record. The file tools stop within it themselves (read_file ends
+	// its window at the last whole line that fits and names the offset
+	// that continues). Default 30,000 characters.
 	ResultMaxChars int `json:"resultMaxChars,omitempty"`
 	// ExecEnv changes the commands' environment, which is a safe default
 	// set (PATH, HOME, LANG, ... from the host) plus the non-interactive

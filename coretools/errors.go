@@ -18,8 +18,10 @@ const (
 	hintIsDir       = "the path is a directory; use ls to list it"
 	hintNotDir      = "the path is a file, not a directory; use read_file for it"
 	hintNoMatch     = "copy old_string exactly from read_file output (without the line-number prefix), whitespace and quotes included"
-	hintAmbiguous   = "add surrounding lines to old_string so it matches once, or set replace_all to change every occurrence"
+	hintAmbiguous   = "add surrounding lines to old_string so it matches once (read_file around the lines named), or set replace_all to change every occurrence"
 	hintNoOp        = "the file is unchanged and needs no re-read; set new_string to the text you want"
+	hintChanged     = "another process is changing this path; look at it (ls or read_file), then retry"
+	hintEncoding    = "use only characters the file's encoding has (read_file names it), or convert the file to UTF-8 with execute first"
 	hintEmptyOld    = "to insert text, set old_string to a unique nearby line and new_string to that line plus the new text"
 	hintBadPattern  = "fix the pattern syntax"
 	hintPermission  = "the host does not permit this; choose another path"
@@ -41,9 +43,13 @@ const (
 //   - sandbox.ErrOutsideWorkspace -> Authorization, hint "use a path inside
 //     the workspace" (cases BH-055, BH-057, BH-058); fs.ErrPermission too;
 //   - ErrNotFound, ErrIsDir, ErrNotDir, ErrNoMatch, ErrAmbiguous, ErrNoOp,
-//     ErrEmptyOld, ErrBadPattern -> Parameters, with a next step each;
+//     ErrEmptyOld, ErrEncoding, ErrBadPattern -> Parameters, with a next
+//     step each;
 //     ErrNoMatch lists the sandbox's closest candidates (EditError);
 //   - ErrStale -> Verification, hint "read the file again, then edit";
+//   - ErrChanged (another process replaced or removed the path during
+//     the call; the message says at which step and what became of the
+//     call) -> Execution, hint to look at the path and retry;
 //   - context cancellation or deadline, ErrUnsupported and anything else ->
 //     Execution.
 //
@@ -65,6 +71,8 @@ func fsError(err error, toolName, p string) *tool.Error {
 		e.Stage, e.Hint = tool.Authorization, hintOutside
 	case errors.Is(err, fs.ErrPermission):
 		e.Stage, e.Hint = tool.Authorization, hintPermission
+	case errors.Is(err, sandbox.ErrChanged):
+		e.Stage, e.Hint = tool.Execution, hintChanged
 	case errors.Is(err, sandbox.ErrStale):
 		e.Stage, e.Hint = tool.Verification, hintStale
 		e.Msg = p + " changed on disk since this run last read it; nothing was written"
@@ -78,13 +86,23 @@ func fsError(err error, toolName, p string) *tool.Error {
 		if ee != nil && len(ee.Candidates) > 0 {
 			e.Msg += "; closest: " + joinCandidates(ee.Candidates)
 		}
+	case errors.Is(err, sandbox.ErrEncoding):
+		e.Stage, e.Hint = tool.Parameters, hintEncoding
+		e.Msg = editIdx + "new_string cannot be written in the text encoding of " + p + "; nothing was written"
+		if ee != nil && len(ee.Candidates) > 0 {
+			e.Msg += ": " + joinCandidates(ee.Candidates)
+		}
 	case errors.Is(err, sandbox.ErrAmbiguous):
 		e.Stage, e.Hint = tool.Parameters, hintAmbiguous
 		n := "more than once"
 		if ee != nil && ee.Matches > 1 {
-			n = fsCount(int64(ee.Matches)) + " times"
+			n = fsCount(int64(ee.Matches)) + " places"
 		}
-		e.Msg = editIdx + "old_string matches " + n + " in " + p + "; nothing was written"
+		e.Msg = editIdx + "old_string matches " + n + " in " + p
+		if ee != nil && len(ee.MatchLines) > 0 {
+			e.Msg += ": " + matchLines(ee.MatchLines, ee.Matches)
+		}
+		e.Msg += "; nothing was written"
 	case errors.Is(err, sandbox.ErrNotFound), errors.Is(err, fs.ErrNotExist):
 		e.Stage, e.Hint = tool.Parameters, hintNotFound
 		if toolName == "edit_file" {
@@ -131,4 +149,52 @@ func joinCandidates(cs []string) string {
 		parts = append(parts, c)
 	}
 	return strings.Join(parts, "; ")
+}
+
+// maxMatchLinesShown bounds the match lines an ambiguous edit's message
+// names one by one; the rest are counted.
+const maxMatchLinesShown = 20
+
+// matchLines names where the matches of an ambiguous old_string start:
+// "lines 12, 40 and 97", "line 7 (twice)", "lines 3 (3 times) and 9", or
+// for many "lines 1, 2, ..., 20 and 1,180 more". lines are in file order
+// (a line repeats once per match on it); total counts every match.
+func matchLines(lines []int, total int) string {
+	type run struct{ line, n int }
+	var runs []run
+	for _, l := range lines {
+		if len(runs) > 0 && runs[len(runs)-1].line == l {
+			runs[len(runs)-1].n++
+			continue
+		}
+		runs = append(runs, run{l, 1})
+	}
+	var parts []string
+	shown := 0
+	for _, r := range runs {
+		if len(parts) == maxMatchLinesShown {
+			break
+		}
+		s := fsCount(int64(r.line))
+		switch r.n {
+		case 1:
+		case 2:
+			s += " (twice)"
+		default:
+			s += " (" + fsCount(int64(r.n)) + " times)"
+		}
+		parts = append(parts, s)
+		shown += r.n
+	}
+	word := "lines "
+	if len(runs) == 1 {
+		word = "line "
+	}
+	if rest := total - shown; rest > 0 {
+		return word + strings.Join(parts, ", ") + " and " + fsPlural(rest, "more match", "more matches")
+	}
+	if len(parts) == 1 {
+		return word + parts[0]
+	}
+	return word + strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
 }

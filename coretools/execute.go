@@ -131,8 +131,8 @@ func ExecuteInstructions(opts *ExecuteOptions) string {
 `)
 	fmt.Fprintf(&b, "- Commands time out after %s unless you set timeout_ms (at most %s). On timeout or when the call is stopped, the whole process tree is killed and you get the partial output. Background processes (cmd &) are stopped when the command ends, so start nothing that must outlive the call.\n",
 		exDuration(o.DefaultTimeout), exDuration(o.MaxTimeout))
-	b.WriteString("- The result starts with the exit code, the duration and how many characters and lines were produced. A non-zero exit code is a normal result: read the output and fix the cause.\n")
-	fmt.Fprintf(&b, "- Output is capped at %s characters: %s are kept and a marker names the omitted characters and lines. Colour codes and progress frames are removed and binary data is described, not shown. When you need the middle, narrow the command (grep, head, tail -n, a quieter flag) or redirect output to a file and read slices of it",
+	b.WriteString("- The result starts with the exit code, the duration and how many characters and lines were produced (after the cut notice, when the output was capped). A non-zero exit code is a normal result: read the output and fix the cause.\n")
+	fmt.Fprintf(&b, "- Output is capped at %s characters: %s are kept, a marker line stands where the middle was left out, and the result's first line is a [cut by execute ...] notice naming the omitted characters and lines and how to recover them. Colour codes and progress frames are removed and binary data is described, not shown. When you need the middle, narrow the command (grep, head, tail -n, a quieter flag) or redirect output to a file and read slices of it",
 		exCount(int64(o.MaxOutputChars)), exKept(o.MaxOutputChars))
 	if o.OutputDir != "" {
 		b.WriteString("; when the result names a full output file, read the omitted lines it names with sed -n 'FIRST,LASTp' FILE or grep -n PATTERN FILE, or with the view_tool_call call the result gives")
@@ -186,10 +186,12 @@ const executeSchema = `{
 //     MaxOutputChars/2 characters of the normalized output (ANSI sequences
 //     stripped, carriage-return frames collapsed, invalid UTF-8 replaced,
 //     binary data described), with a marker naming the omitted characters
-//     and lines, under a header with exit code, duration and totals;
-//   - keeps the full raw output in OutputDir, when set, and then names the
-//     omitted lines of a capped output as sed -n, grep and (for a call
-//     with an ID) view_tool_call {"id":ID,"lines":"FIRST-LAST"} commands.
+//     and lines ([tool.CutMarker]), under a header with exit code, duration
+//     and totals; a capped output's first line is its [tool.Cut] notice;
+//   - keeps the full raw output in OutputDir, when set, and then the notice
+//     names the omitted lines of a capped output as (for a call with an
+//     ID) view_tool_call {"id":ID,"lines":"FIRST-LAST"} and sed -n / grep
+//     commands on the file.
 //
 // A non-zero exit code is a normal result. A timeout, a cancellation and a
 // sandbox that does not stop within Grace are error results at the
@@ -459,16 +461,13 @@ func (e *executor) result(callID string, timeout time.Duration, o execOutcome, a
 		}
 	}
 	b.WriteString("output: ")
-	switch {
-	case st.Chars == 0:
+	if st.Chars == 0 {
 		b.WriteString("none")
-	case st.OmittedChars > 0:
-		fmt.Fprintf(&b, "%s in %s produced; %s shown (first %s and last %s; %s)",
-			exPlural(st.Chars, "character", "characters"), exPlural(st.Lines, "line", "lines"),
-			exPlural(st.Shown, "character", "characters"), exCount(int64(out.headMax)), exCount(int64(out.tailMax)),
-			strings.Trim(omissionMarker(st), "[]"))
-	default:
+	} else {
 		fmt.Fprintf(&b, "%s in %s", exPlural(st.Chars, "character", "characters"), exPlural(st.Lines, "line", "lines"))
+		if st.OmittedChars > 0 {
+			b.WriteString(" (cut: see the first line)")
+		}
 	}
 	if st.StderrChars > 0 {
 		fmt.Fprintf(&b, "; stdout and stderr interleaved, %s from stderr", exPlural(st.StderrChars, "character", "characters"))
@@ -490,50 +489,27 @@ func (e *executor) result(callID string, timeout time.Duration, o execOutcome, a
 		if st.FileErr != nil {
 			fmt.Fprintf(&b, "; writing failed, the file holds only what came before: %v", st.FileErr)
 		}
-		b.WriteString(")")
-		first, last := st.FirstOmitted, st.LastOmitted
-		if stopped := st.FileFull || st.FileQuota || st.FileErr != nil; stopped && last > st.FileLines {
-			// The file stopped early: only the omitted lines it holds can
-			// be read back; say so instead of offering the rest.
-			raise := "limits.execMaxOutputFileBytes"
-			switch {
-			case st.FileQuota:
-				raise = "limits.dataDirMaxBytes"
-			case st.FileErr != nil:
-				raise = "free disk space"
-			}
-			if first > st.FileLines {
-				fmt.Fprintf(&b, "; the omitted lines %d-%d are past the file's limit and cannot be recovered (re-run narrower, or %s)", first, last, raise)
-				first = 0
-			} else {
-				fmt.Fprintf(&b, "; the omitted lines after line %d are past the file's limit and cannot be recovered", st.FileLines)
-				last = st.FileLines
-			}
-		}
-		if st.OmittedChars > 0 && first > 0 {
-			fmt.Fprintf(&b, "; read the omitted lines with execute: sed -n '%d,%dp' %s, or grep -n PATTERN %s",
-				first, last, exShellQuote(st.FilePath), exShellQuote(st.FilePath))
-			if callID != "" {
-				// view_tool_call reads an execute record's full output
-				// file (part "output", its default) when the file lies in
-				// its FullOutputDir; lines is a 1-based inclusive range.
-				var hint bytes.Buffer
-				enc := json.NewEncoder(&hint)
-				enc.SetEscapeHTML(false)
-				_ = enc.Encode(struct {
-					ID    string `json:"id"`
-					Lines string `json:"lines"`
-				}{callID, fmt.Sprintf("%d-%d", first, last)})
-				fmt.Fprintf(&b, "; or view_tool_call %s", bytes.TrimSpace(hint.Bytes()))
-			}
-		}
-		b.WriteString("\n")
-	} else if st.OmittedChars > 0 {
-		b.WriteString("to see the omitted middle: re-run narrower (grep, head, tail -n) or redirect the output to a file and read slices of it\n")
+		b.WriteString(")\n")
 	}
 	if st.Chars > 0 {
 		b.WriteString("---\n")
 		b.WriteString(text)
+	}
+	if st.OmittedChars > 0 {
+		// The cut notice is the result's first line (BH-047), in the one
+		// format of every cut result (tool.Cut).
+		notice := tool.Cut{
+			By: "execute", Bound: "the " + exCount(int64(e.opts.MaxOutputChars)) + "-character output cap",
+			TotalChars: st.Chars, TotalLines: st.Lines,
+			HeadChars: int64(out.headMax), TailChars: int64(out.tailMax),
+			OmittedChars: st.OmittedChars, OmittedFirst: st.FirstOmitted, OmittedLast: st.LastOmitted,
+			Next: execRecovery(callID, st, e.opts.MaxOutputFileBytes),
+		}.Notice()
+		s := b.String()
+		b.Reset()
+		b.WriteString(notice)
+		b.WriteString("\n")
+		b.WriteString(s)
 	}
 
 	ev := map[string]any{
@@ -578,6 +554,51 @@ func (e *executor) result(callID string, timeout time.Duration, o execOutcome, a
 		r.IsError, r.Stage = true, tool.Execution
 	}
 	return r
+}
+
+// execRecovery is the cut notice's next step for a capped output: the
+// view_tool_call that reads the omitted lines from the full output file
+// (when the call has an ID), and sed/grep on that file; or why they cannot
+// be recovered and what to do instead.
+func execRecovery(callID string, st capStats, fileMax int64) string {
+	if st.FilePath == "" {
+		return "they were not kept: re-run narrower (grep, head, tail -n) or redirect the output to a file and read slices of it"
+	}
+	first, last := st.FirstOmitted, st.LastOmitted
+	var b strings.Builder
+	if stopped := st.FileFull || st.FileQuota || st.FileErr != nil; stopped && last > st.FileLines {
+		// The file stopped early: only the omitted lines it holds can be
+		// read back; say so instead of offering the rest.
+		why, raise := fmt.Sprintf("the full output file's %s-byte limit", exCount(fileMax)), "raise limits.execMaxOutputFileBytes"
+		switch {
+		case st.FileQuota:
+			why, raise = "the data folder's limit (limits.dataDirMaxBytes)", "free space in the data folder or raise limits.dataDirMaxBytes"
+		case st.FileErr != nil:
+			why, raise = "where writing the full output file failed", "free disk space"
+		}
+		if first > st.FileLines {
+			return fmt.Sprintf("they are past %s and cannot be recovered: re-run narrower, or %s", why, raise)
+		}
+		fmt.Fprintf(&b, "the omitted lines after line %s are past %s and cannot be recovered; ", exCount(st.FileLines), why)
+		last = st.FileLines
+	}
+	b.WriteString("recover them with ")
+	if callID != "" {
+		// view_tool_call reads an execute record's full output file (part
+		// "output", its default) when the file lies in its FullOutputDir;
+		// lines is a 1-based inclusive range.
+		var hint bytes.Buffer
+		enc := json.NewEncoder(&hint)
+		enc.SetEscapeHTML(false)
+		_ = enc.Encode(struct {
+			ID    string `json:"id"`
+			Lines string `json:"lines"`
+		}{callID, fmt.Sprintf("%d-%d", first, last)})
+		fmt.Fprintf(&b, "view_tool_call %s, or ", bytes.TrimSpace(hint.Bytes()))
+	}
+	fmt.Fprintf(&b, "execute: sed -n '%d,%dp' %s (grep -n PATTERN %s to search)",
+		first, last, exShellQuote(st.FilePath), exShellQuote(st.FilePath))
+	return b.String()
 }
 
 // exDuration formats d for the model: "2 min", "1.5 s", "300 ms".

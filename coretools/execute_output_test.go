@@ -111,7 +111,7 @@ func TestExecuteHeaderWhenOutputFileIsFull(t *testing.T) {
 		t.Fatalf("full output %q: %d bytes %v", p, len(b), err)
 	}
 	inFile := int64(strings.Count(string(b), "\n"))
-	if !strings.Contains(text, fmt.Sprintf("the omitted lines after line %d are past the file's limit and cannot be recovered", inFile)) {
+	if !strings.Contains(text, fmt.Sprintf("the omitted lines after line %d are past the full output file's 1,000-byte limit and cannot be recovered", inFile)) {
 		t.Errorf("header does not say what cannot be recovered:\n%s", text)
 	}
 	m := regexp.MustCompile(`sed -n '(\d+),(\d+)p'`).FindStringSubmatch(text)

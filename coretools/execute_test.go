@@ -467,7 +467,8 @@ func TestExecuteBH045ExitCodeAndTail(t *testing.T) {
 	r := newExecRig(t, nil, nil)
 	res, _ := r.call(context.Background(), map[string]any{"command": `python3 -c "import sys; sys.stdout.write('w'*60000); sys.stdout.flush(); sys.stderr.write('\nerror[E42]: type mismatch in build\n'); sys.exit(101)"`})
 	txt := res.AllText()
-	if res.IsError || !strings.HasPrefix(txt, "exit code: 101 ") || !strings.HasSuffix(body(res), "\nerror[E42]: type mismatch in build") {
+	notice, rest, _ := strings.Cut(txt, "\n")
+	if _, cut := tool.ParseCut(notice); !cut || res.IsError || !strings.HasPrefix(rest, "exit code: 101 ") || !strings.HasSuffix(body(res), "\nerror[E42]: type mismatch in build") {
 		t.Errorf("result:\n%.300q ... %q", txt, txt[len(txt)-100:])
 	}
 }
@@ -482,7 +483,7 @@ func TestExecuteBH046FullOutputRecoverable(t *testing.T) {
 	res, _ := r.call(context.Background(), map[string]any{"command": "printf '\\033[1m'; cat out.txt"})
 	txt := res.AllText()
 	if !strings.Contains(body(res), "\n[49,940 characters omitted: lines 582-2,446]\n") ||
-		!strings.Contains(txt, "output: 79,940 characters in 3,001 lines produced; 30,000 characters shown") {
+		!strings.HasPrefix(txt, "[cut by execute at the 30,000-character output cap: 79,940 characters in 3,001 lines produced; 30,000 characters shown") {
 		t.Errorf("result:\n%.600s", txt)
 	}
 	path, _ := res.Evidence["full_output_path"].(string)
@@ -495,7 +496,7 @@ func TestExecuteBH046FullOutputRecoverable(t *testing.T) {
 	// the header names the same lines for view_tool_call.
 	id := strings.TrimSuffix(filepath.Base(path), ".log")
 	if filepath.Dir(path) != dir || !strings.HasPrefix(id, "call_") ||
-		!strings.Contains(txt, `; or view_tool_call {"id":"`+id+`","lines":"582-2446"}`) {
+		!strings.Contains(txt, `; recover them with view_tool_call {"id":"`+id+`","lines":"582-2446"}`) {
 		t.Errorf("path %s, header:\n%.800s", path, txt)
 	}
 	// Recover the decisive line by pattern, as the header suggests.

@@ -37,7 +37,8 @@ type FSOptions struct {
 	ReadMaxLineChars int
 	// ReadMaxBytes is the bytes of line text one read_file call returns in
 	// all; the window stops before the line that would pass it. Default
-	// 256 KiB (262,144 bytes).
+	// 256 KiB (262,144 bytes). With the default MaxOutputChars the
+	// character bound comes first for all but very short lines.
 	ReadMaxBytes int64
 	// ReadMaxImageBytes is the largest image, in raw bytes, that read_file
 	// returns as an image block; a larger one is a text error with its size
@@ -55,10 +56,13 @@ type FSOptions struct {
 	// walk stops and the tool returns what it found, marked partial (case
 	// BH-018). Default 10 s.
 	SearchTimeout time.Duration
-	// MaxOutputChars bounds the text of one ls, glob or grep result in
-	// characters (runes); output past it is cut with a marker. read_file is
-	// bounded by ReadMaxBytes instead. Default 30,000 characters (the
-	// seed's shell output cap).
+	// MaxOutputChars bounds the text of one ls, glob, grep or read_file
+	// result in characters (runes), notes and line-number prefixes
+	// included: listings stop with a marker, and a read_file window stops
+	// before the first line that would pass it (with the offset that
+	// continues), so the result bound (limits.resultMaxChars, which the CLI
+	// sets it to) never cuts a file tool's result in its middle. Default
+	// 30,000 characters (the seed's output cap).
 	MaxOutputChars int
 	// DeniedPaths are path patterns the file tools never touch (path.Match
 	// syntax against the whole workspace-relative path and against each

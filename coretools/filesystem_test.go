@@ -184,7 +184,8 @@ func TestFormatReadWindowEndMarker(t *testing.T) {
 	res := &sandbox.ReadResult{TotalLines: 10, More: true, NextOffset: 5,
 		Lines: []sandbox.Line{{Number: 3, Text: "c"}, {Number: 4, Text: "d"}}}
 	got, ev, _ := formatRead("f.txt", res, 3, 2, &o)
-	want := "     3→c\n     4→d\n\nshowing lines 3-4 of 10; call read_file with offset=5 to continue"
+	notice := `[cut by read_file at the 2-line limit of this call: the file has 10 lines; lines 3-4 shown; lines 5-10 omitted; continue with read_file {"path":"f.txt","offset":5,"limit":2}]`
+	want := notice + "\n     3→c\n     4→d\n\n" + notice
 	if got != want {
 		t.Errorf("got %q\nwant %q", got, want)
 	}
@@ -211,7 +212,7 @@ func TestFormatReadStopsAtByteBound(t *testing.T) {
 	if strings.Contains(got, "     3→") {
 		t.Errorf("line 3 passes the 25-byte bound but was shown:\n%s", got)
 	}
-	if !strings.Contains(got, "showing lines 1-2 of 10 (stopped at the 25-byte bound per call); call read_file with offset=3 to continue") {
+	if !strings.HasPrefix(got, `[cut by read_file at the 25-byte bound per call: the file has 10 lines; lines 1-2 shown; lines 3-10 omitted; continue with read_file {"path":"f.txt","offset":3}]`+"\n") {
 		t.Errorf("no byte-bound marker:\n%s", got)
 	}
 }
@@ -232,7 +233,7 @@ func TestFormatReadNamesNonUTF8Encoding(t *testing.T) {
 	o := (*FSOptions)(nil).withDefaults()
 	res := &sandbox.ReadResult{Encoding: "windows-1252", Lines: []sandbox.Line{{Number: 1, Text: "caf\xe9"}}}
 	got, _, _ := formatRead("latin.txt", res, 1, 2000, &o)
-	if !strings.Contains(got, "note: the file's text encoding is windows-1252; lines are shown converted to UTF-8") {
+	if !strings.Contains(got, "note: the file's text encoding is windows-1252, not UTF-8 (detected from its content); lines are shown converted to UTF-8, and edit_file matches and writes in windows-1252") {
 		t.Errorf("encoding not named: %q", got)
 	}
 	if !strings.Contains(got, "     1→caf\uFFFD") {
@@ -301,10 +302,11 @@ func TestReadFilePassesBoundsToTheSandbox(t *testing.T) {
 
 	// offset and limit pick lines 7-16; each is cut to 80 characters.
 	got := fsMustOK(t, fsCall(t, tools, "read_file", map[string]any{"path": "a", "offset": 7, "limit": 10}))
-	if !strings.HasPrefix(got, "     7→07:"+strings.Repeat("x", 77)+"\n     8→08:") {
-		t.Errorf("window does not start at line 7 cut to 80 characters: %q", got[:min(len(got), 200)])
+	notice := `[cut by read_file at the 10-line limit of this call: the file has 30 lines; lines 7-16 shown; lines 17-30 omitted; continue with read_file {"path":"a","offset":17,"limit":10}]`
+	if !strings.HasPrefix(got, notice+"\n     7→07:"+strings.Repeat("x", 77)+"\n     8→08:") {
+		t.Errorf("window does not start at line 7 cut to 80 characters: %q", got[:min(len(got), 400)])
 	}
-	if !strings.Contains(got, "    16→16:"+strings.Repeat("x", 77)+"\n\nshowing lines 7-16 of 30; call read_file with offset=17 to continue\n") ||
+	if !strings.Contains(got, "    16→16:"+strings.Repeat("x", 77)+"\n\nline 7 truncated") || !strings.HasSuffix(got, "\n"+notice) ||
 		strings.Contains(got, "    17→") {
 		t.Errorf("window does not end at line 16: %q", got)
 	}
@@ -315,7 +317,7 @@ func TestReadFilePassesBoundsToTheSandbox(t *testing.T) {
 	// 12 cut lines of 80 bytes fit in 1,000 bytes; the 13th does not.
 	got = fsMustOK(t, fsCall(t, tools, "read_file", map[string]any{"path": "a"}))
 	if !strings.Contains(got, "    12→12:") || strings.Contains(got, "    13→") ||
-		!strings.Contains(got, "showing lines 1-12 of 30 (stopped at the 1,000-byte bound per call); call read_file with offset=13 to continue") {
+		!strings.HasPrefix(got, `[cut by read_file at the 1,000-byte bound per call: the file has 30 lines; lines 1-12 shown; lines 13-30 omitted; continue with read_file {"path":"a","offset":13}]`) {
 		t.Errorf("byte bound: %q", got)
 	}
 
@@ -515,6 +517,7 @@ func TestFSErrorStages(t *testing.T) {
 		{&sandbox.EditError{Err: sandbox.ErrEmptyOld}, tool.Parameters, hintEmptyOld},
 		{fmt.Errorf("bad: %w", sandbox.ErrBadPattern), tool.Parameters, hintBadPattern},
 		{wrap(sandbox.ErrStale), tool.Verification, "read the file again, then edit"},
+		{wrap(sandbox.ErrChanged), tool.Execution, hintChanged},
 		{context.Canceled, tool.Execution, hintCancelled},
 		{fmt.Errorf("walk: %w", context.DeadlineExceeded), tool.Execution, hintCancelled},
 		{sandbox.ErrUnsupported, tool.Execution, hintUnsupported},
@@ -537,7 +540,7 @@ func TestFSErrorEditDetails(t *testing.T) {
 		t.Errorf("no match: %q\nwant      %q", e.Msg, want)
 	}
 	e = fsError(&sandbox.EditError{Err: sandbox.ErrAmbiguous, Matches: 2, Index: 1}, "edit_file", "tag.js")
-	if want := "edit 2: old_string matches 2 times in tag.js; nothing was written"; e.Msg != want {
+	if want := "edit 2: old_string matches 2 places in tag.js; nothing was written"; e.Msg != want {
 		t.Errorf("ambiguous: %q", e.Msg)
 	}
 	if !strings.Contains(e.Hint, "replace_all") || !strings.Contains(e.Hint, "surrounding lines") {

@@ -54,11 +54,12 @@ func ExampleFilesystem_readThenEdit() {
 	fmt.Println(run("edit_file", `{"path":"calc.go","old_string":"\tif x > 0 {","new_string":"\tif x > 1 {"}`))
 	fmt.Println(run("edit_file", `{"path":"calc.go","old_string":"","new_string":"X"}`))
 	// Output:
+	// [cut by read_file at the 3-line limit of this call: the file has 6 lines; lines 1-3 shown; lines 4-6 omitted; continue with read_file {"path":"calc.go","offset":4,"limit":3}]
 	//      1→func f(x int) int {
 	//      2→<TAB>if x > 0 {
 	//      3→<TAB><TAB>return x
 	//
-	// showing lines 1-3 of 6; call read_file with offset=4 to continue
+	// [cut by read_file at the 3-line limit of this call: the file has 6 lines; lines 1-3 shown; lines 4-6 omitted; continue with read_file {"path":"calc.go","offset":4,"limit":3}]
 	// edited calc.go: 1 replacement; 58 bytes on disk; sha256 100c58e64a852150b2a6c381a9d24b1105b9306fbd45331448065c6bfb5f685a read back from disk
 	// lines 1-5 as now on disk:
 	//      1→func f(x int) int {

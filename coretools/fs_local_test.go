@@ -310,12 +310,38 @@ func TestLocalEditEmptyOldAndNoOp(t *testing.T) { // BH-010
 	}
 }
 
-func TestLocalEditAmbiguousSaysCount(t *testing.T) {
+// Issue 10, item 4: an ambiguous edit names the line of every match (a
+// bounded list for many), so the model can add context from those lines.
+func TestLocalEditAmbiguousNamesEveryMatchLine(t *testing.T) {
 	w := newFSWorld(t, nil)
-	w.file(t, "a.txt", "x\nx\nx\n")
-	msg := fsMustFail(t, w.call(t, "edit_file", map[string]any{"path": "a.txt", "old_string": "x", "new_string": "y"}), tool.Parameters)
-	if !strings.Contains(msg, "matches 3 times") || !strings.Contains(msg, "replace_all") {
+	lines := make([]string, 120)
+	for i := range lines {
+		lines[i] = fmt.Sprintf("line %d", i+1)
+	}
+	lines[11], lines[39], lines[96] = "x := 1", "x := 1", "x := 1"
+	w.file(t, "a.go", strings.Join(lines, "\n")+"\n")
+	msg := fsMustFail(t, w.call(t, "edit_file", map[string]any{"path": "a.go", "old_string": "x := 1", "new_string": "x := 2"}), tool.Parameters)
+	if !strings.Contains(msg, "old_string matches 3 places in a.go: lines 12, 40 and 97; nothing was written") || !strings.Contains(msg, "replace_all") {
 		t.Errorf("msg = %q", msg)
+	}
+
+	// Two on one line, in a batch.
+	w.file(t, "b.txt", "a\nx x\nb\nx\n")
+	msg = fsMustFail(t, w.call(t, "edit_file", map[string]any{"path": "b.txt", "edits": []map[string]any{
+		{"old_string": "a", "new_string": "A"}, {"old_string": "x", "new_string": "y"}}}), tool.Parameters)
+	if !strings.Contains(msg, "edit 2: old_string matches 3 places in b.txt: lines 2 (twice) and 4; nothing was written") {
+		t.Errorf("msg = %q", msg)
+	}
+
+	// Many: the first 20 lines by number, the rest counted; the message
+	// stays short.
+	w.file(t, "c.txt", strings.Repeat("TODO\n", 5000))
+	msg = fsMustFail(t, w.call(t, "edit_file", map[string]any{"path": "c.txt", "old_string": "TODO", "new_string": "DONE"}), tool.Parameters)
+	if !strings.Contains(msg, "old_string matches 5,000 places in c.txt: lines 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20 and 4,980 more matches; nothing was written") || len(msg) > 600 {
+		t.Errorf("msg (%d bytes) = %q", len(msg), msg)
+	}
+	if w.bytes(t, "c.txt") != strings.Repeat("TODO\n", 5000) || w.bytes(t, "b.txt") != "a\nx x\nb\nx\n" {
+		t.Error("a refused edit changed a file")
 	}
 }
 
@@ -412,15 +438,17 @@ func TestLocalReadWindowsAndContinues(t *testing.T) {
 	w := newFSWorld(t, nil)
 	var b strings.Builder
 	for i := 1; i <= 5000; i++ {
-		fmt.Fprintf(&b, "line %d\n", i)
+		fmt.Fprintf(&b, "%d\n", i) // 2,000 such lines fit the 30,000-character result bound
 	}
 	w.file(t, "big.txt", b.String())
 	got := fsMustOK(t, w.call(t, "read_file", map[string]any{"path": "big.txt"}))
-	if !strings.HasSuffix(got, "  2000→line 2000\n\nshowing lines 1-2000 of 5,000; call read_file with offset=2001 to continue") {
+	notice := `[cut by read_file at the 2,000-line bound per call: the file has 5,000 lines; lines 1-2,000 shown; lines 2,001-5,000 omitted; continue with read_file {"path":"big.txt","offset":2001}]`
+	if !strings.HasPrefix(got, notice+"\n     1→1\n") || !strings.HasSuffix(got, "  2000→2000\n\n"+notice) {
 		t.Errorf("first window ends ...%q", got[len(got)-120:])
 	}
 	got = fsMustOK(t, w.call(t, "read_file", map[string]any{"path": "big.txt", "offset": 2001, "limit": 3}))
-	if got != "  2001→line 2001\n  2002→line 2002\n  2003→line 2003\n\nshowing lines 2001-2003 of 5,000; call read_file with offset=2004 to continue" {
+	notice = `[cut by read_file at the 3-line limit of this call: the file has 5,000 lines; lines 2,001-2,003 shown; lines 2,004-5,000 omitted; continue with read_file {"path":"big.txt","offset":2004,"limit":3}]`
+	if got != notice+"\n  2001→2001\n  2002→2002\n  2003→2003\n\n"+notice {
 		t.Errorf("second window = %q", got)
 	}
 	got = fsMustOK(t, w.call(t, "read_file", map[string]any{"path": "big.txt", "offset": 4999}))

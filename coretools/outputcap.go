@@ -3,7 +3,6 @@ package coretools
 import (
 	"bytes"
 	"encoding/binary"
-	"fmt"
 	"io"
 	"os"
 	"strings"
@@ -679,13 +678,10 @@ func (c *outputCap) projection() (string, capStats) {
 }
 
 // omissionMarker is the line that stands for the omitted middle, e.g.
-// "[49,940 characters omitted: lines 582-2,446]" (case BH-046).
+// "[49,940 characters omitted: lines 582-2,446]" (case BH-046): the
+// [tool.CutMarker] every cut result uses.
 func omissionMarker(st capStats) string {
-	lines := "line " + exCount(st.FirstOmitted)
-	if st.LastOmitted != st.FirstOmitted {
-		lines = "lines " + exCount(st.FirstOmitted) + "-" + exCount(st.LastOmitted)
-	}
-	return fmt.Sprintf("[%s omitted: %s]", exPlural(st.OmittedChars, "character", "characters"), lines)
+	return tool.CutMarker(st.OmittedChars, st.FirstOmitted, st.LastOmitted)
 }
 
 // exCount formats n with thousands separators (golang.org/x/text/message, English): 65544 -> "65,544".

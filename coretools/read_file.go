@@ -3,6 +3,7 @@ package coretools
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"image"
 	_ "image/gif"  // register GIF for image.DecodeConfig
@@ -20,8 +21,8 @@ import (
 // readInput is the input of read_file.
 type readInput struct {
 	Path   string `json:"path"`
-	Offset int    `json:"offset"`
-	Limit  int    `json:"limit"`
+	Offset int    `json:"offset,omitempty"`
+	Limit  int    `json:"limit,omitempty"`
 }
 
 const readSchema = `{
@@ -91,18 +92,29 @@ func (f *fsTools) readFile(ctx context.Context, call *tool.Call) (*tool.Result, 
 // line is lineNumberPrefix(n) followed by the line exactly as read, raw tabs
 // kept, no line ending. Around the lines it adds notes:
 //
+//   - first and last, when the window stops before the end: the
+//     [tool.Cut] notice every cut result carries (case BH-047), e.g.
+//     "[cut by read_file at the 30,000-character result bound: the file has
+//     2,000 lines; lines 1-342 shown; lines 343-2,000 omitted; continue
+//     with read_file {"path":"notes.md","offset":343}]", naming the bound
+//     that stopped it; the offset is the first line not shown;
 //   - before: the file has a UTF-8 BOM (never shown as U+FEFF in line 1,
 //     case BH-007), or a text encoding other than UTF-8;
-//   - after, when the window stops before the end: "showing lines A-B of N;
-//     call read_file with offset=B+1 to continue", naming the byte bound
-//     when that is what stopped it;
+//   - after, when a window that starts past line 1 reaches the end:
+//     "showing lines A-B of N (end of file)";
 //   - after, per cut line (case BH-014): "line 1 truncated: 2,000 of
 //     2,000,000 characters shown; use grep or execute on a byte range for
 //     the rest", the first maxTruncationNotes by number, the rest counted.
 //
 // Bounds are re-applied here whatever the sandbox returned: at most
-// opts.ReadMaxLineChars characters per line and opts.ReadMaxBytes bytes of
-// line text. An offset past the end is a Parameters error.
+// opts.ReadMaxLineChars characters per line, opts.ReadMaxBytes bytes of
+// line text, and opts.MaxOutputChars characters of result text in all
+// (notes, line-number prefixes and newlines included), so the result bound
+// (limits.resultMaxChars, which MaxOutputChars follows) never cuts a read
+// in its middle. The window stops before the first line that would pass
+// any of them, and the continuation offset names exactly that line; a
+// first line that alone passes the character bound is cut to fit, with its
+// truncation note. An offset past the end is a Parameters error.
 func formatRead(p string, res *sandbox.ReadResult, offset, limit int, opts *FSOptions) (string, map[string]any, *tool.Error) {
 	ev := map[string]any{
 		"path":        p,
@@ -128,17 +140,25 @@ func formatRead(p string, res *sandbox.ReadResult, offset, limit int, opts *FSOp
 	bom := res.BOM
 	switch enc := strings.ToLower(res.Encoding); {
 	case enc == "" || enc == "utf-8" || enc == "utf8":
+	case strings.HasPrefix(enc, "utf-8") && strings.Contains(enc, `\xnn`):
+		head = append(head, `note: the file is UTF-8 except for bytes that are not valid UTF-8; each is shown as \xNN (upper-case hex), and edit_file's old_string may use the same \xNN form to match it`)
 	case strings.HasPrefix(enc, "utf-8"):
 		head = append(head, "note: the file is not entirely valid UTF-8: "+res.Encoding)
+	case strings.HasPrefix(enc, "unknown"):
+		head = append(head, `note: the file is not UTF-8 and its text encoding was not recognized (not UTF-16, GB18030/GBK, Big5, Shift_JIS, EUC-JP, EUC-KR or windows-1252); ASCII is shown as is and every other byte as \xNN (upper-case hex), and edit_file's old_string may use the same \xNN form to match it`)
 	default:
-		head = append(head, fmt.Sprintf("note: the file's text encoding is %s; lines are shown converted to UTF-8", res.Encoding))
+		head = append(head, fmt.Sprintf("note: the file's text encoding is %s, not UTF-8 (detected from its content); lines are shown converted to UTF-8, and edit_file matches and writes in %s, so the bytes it does not change stay as they are", res.Encoding, res.Encoding))
 	}
 
-	var body strings.Builder
-	type cut struct{ line, shown, chars int }
-	var cuts []cut
+	// The lines the line and byte bounds allow, each clipped.
+	type shownLine struct {
+		number       int
+		text         string
+		shown, chars int // characters shown and in the whole line
+	}
+	var lines []shownLine
 	var used int64
-	first, last := res.Lines[0].Number, 0
+	stop := ""     // the bound that stopped the window before res ended: "bytes", "characters"
 	stoppedAt := 0 // the line the byte bound stopped before, 0 if none
 	invalid := false
 	for _, l := range res.Lines {
@@ -153,84 +173,139 @@ func formatRead(p string, res *sandbox.ReadResult, offset, limit int, opts *FSOp
 		}
 		chars := max(l.Chars, fsRunes(text))
 		text, _ = fsClip(text, opts.ReadMaxLineChars)
-		if shown := fsRunes(text); shown < chars {
-			cuts = append(cuts, cut{l.Number, shown, chars})
-		}
-		if last > 0 && used+int64(len(text)) > opts.ReadMaxBytes {
-			stoppedAt = l.Number
+		if len(lines) > 0 && used+int64(len(text)) > opts.ReadMaxBytes {
+			stop, stoppedAt = "bytes", l.Number
 			break
 		}
 		used += int64(len(text))
-		body.WriteString(lineNumberPrefix(l.Number))
-		body.WriteString(text)
-		body.WriteByte('\n')
-		last = l.Number
+		lines = append(lines, shownLine{l.Number, text, fsRunes(text), chars})
 	}
 	if bom {
 		head = append([]string{"note: the file starts with a UTF-8 byte order mark (EF BB BF); it is not shown in line 1, and edit_file keeps it"}, head...)
 	}
 	if invalid {
-		head = append(head, "note: some bytes are not valid UTF-8 and are shown as U+FFFD (�)")
+		head = append(head, "note: some bytes are not valid UTF-8 and are shown as U+FFFD (\uFFFD)")
 	}
 
-	var tail []string
-	next := 0
-	switch {
-	case stoppedAt > 0:
-		next = stoppedAt
-	case res.More:
-		next = res.NextOffset
-		if next <= last {
-			next = last + 1
+	// render builds the result for lines[:n]; the character bound then
+	// takes lines off the end until it fits.
+	render := func(n int, stop string) (string, int) {
+		first, last := lines[0].number, lines[n-1].number
+		next := 0
+		switch {
+		case n < len(lines):
+			next = lines[n].number
+		case stoppedAt > 0:
+			next = stoppedAt
+		case res.More:
+			next = max(res.NextOffset, last+1)
 		}
-	}
-	if next > 0 {
-		of := ""
-		if res.TotalLines > 0 {
-			of = fmt.Sprintf(" of %s", fsCount(int64(res.TotalLines)))
-		}
-		why := ""
-		if stoppedAt > 0 || last-first+1 < limit {
-			why = fmt.Sprintf(" (stopped at the %s-byte bound per call)", fsCount(opts.ReadMaxBytes))
-		}
-		tail = append(tail, fmt.Sprintf("showing lines %d-%d%s%s; call read_file with offset=%d to continue", first, last, of, why, next))
-	} else if first > 1 {
-		tail = append(tail, fmt.Sprintf("showing lines %d-%d%s (end of file)", first, last, ofTotal(res.TotalLines)))
-	}
-	shownCuts := 0
-	for _, c := range cuts {
-		if c.line > last {
-			break
-		}
-		if shownCuts == maxTruncationNotes {
-			rest := 0
-			for _, c2 := range cuts {
-				if c2.line <= last {
-					rest++
-				}
+		var tail []string
+		notice := ""
+		if next > 0 {
+			c := tool.Cut{By: "read_file", File: true, TotalLines: int64(res.TotalLines),
+				ShownFirst: int64(first), ShownLast: int64(last),
+				OmittedFirst: int64(next), OmittedLast: max(int64(res.TotalLines), 0)}
+			switch {
+			case stop == "characters":
+				c.Bound = "the " + fsCount(int64(opts.MaxOutputChars)) + "-character result bound"
+			case stop == "bytes" || last-first+1 < limit:
+				c.Bound = "the " + fsCount(opts.ReadMaxBytes) + "-byte bound per call"
+			case limit < opts.ReadMaxLines:
+				c.Bound = "the " + fsCount(int64(limit)) + "-line limit of this call"
+			default:
+				c.Bound = "the " + fsCount(int64(opts.ReadMaxLines)) + "-line bound per call"
 			}
-			rest -= maxTruncationNotes
-			tail = append(tail, fmt.Sprintf("%s also truncated to %s characters", fsPlural(rest, "more line", "more lines"), fsCount(int64(opts.ReadMaxLineChars))))
-			break
+			args := readInput{Path: p, Offset: next}
+			if limit < opts.ReadMaxLines {
+				args.Limit = limit
+			}
+			c.Next = "continue with read_file " + fsJSON(args)
+			notice = c.Notice()
+		} else if first > 1 {
+			tail = append(tail, fmt.Sprintf("showing lines %d-%d%s (end of file)", first, last, ofTotal(res.TotalLines)))
 		}
-		tail = append(tail, fmt.Sprintf("line %d truncated: %s of %s characters shown; use grep or execute on a byte range for the rest",
-			c.line, fsCount(int64(c.shown)), fsCount(int64(c.chars))))
-		shownCuts++
+		cuts := 0
+		for _, l := range lines[:n] {
+			if l.shown >= l.chars {
+				continue
+			}
+			cuts++
+			if cuts <= maxTruncationNotes {
+				tail = append(tail, fmt.Sprintf("line %d truncated: %s of %s characters shown; use grep or execute on a byte range for the rest",
+					l.number, fsCount(int64(l.shown)), fsCount(int64(l.chars))))
+			}
+		}
+		if rest := cuts - maxTruncationNotes; rest > 0 {
+			tail = append(tail, fmt.Sprintf("%s also truncated to %s characters", fsPlural(rest, "more line", "more lines"), fsCount(int64(opts.ReadMaxLineChars))))
+		}
+		if notice != "" {
+			tail = append(tail, notice)
+		}
+		var out strings.Builder
+		if notice != "" {
+			out.WriteString(notice)
+			out.WriteByte('\n')
+		}
+		for _, h := range head {
+			out.WriteString(h)
+			out.WriteByte('\n')
+		}
+		for _, l := range lines[:n] {
+			out.WriteString(lineNumberPrefix(l.number))
+			out.WriteString(l.text)
+			out.WriteByte('\n')
+		}
+		if len(tail) > 0 {
+			out.WriteByte('\n')
+			out.WriteString(strings.Join(tail, "\n"))
+		}
+		return strings.TrimRight(out.String(), "\n"), next
 	}
 
-	var out strings.Builder
-	for _, h := range head {
-		out.WriteString(h)
-		out.WriteByte('\n')
+	// The character bound: count the lines that fit without the tail, then
+	// take lines off until the whole result (tail included) fits.
+	maxChars := opts.MaxOutputChars
+	n, total := 0, 0
+	for _, s := range head {
+		total += fsRunes(s) + 1
 	}
-	out.WriteString(body.String())
-	if len(tail) > 0 {
-		out.WriteByte('\n')
-		out.WriteString(strings.Join(tail, "\n"))
+	for _, l := range lines {
+		c := fsRunes(lineNumberPrefix(l.number)) + l.shown + 1
+		if n > 0 && total+c > maxChars {
+			break
+		}
+		total += c
+		n++
 	}
+	if n < len(lines) {
+		stop = "characters"
+	}
+	text, next := render(n, stop)
+	for n > 1 && fsRunes(text) > maxChars {
+		n--
+		stop = "characters"
+		text, next = render(n, stop)
+	}
+	if over := fsRunes(text) - maxChars; n == 1 && over > 0 {
+		// One line alone passes the bound: cut it to fit. Its truncation
+		// note lengthens the tail, so cut once more if needed.
+		for range 3 {
+			l := &lines[0]
+			l.text, _ = fsClip(l.text, max(l.shown-over, 0))
+			l.shown = fsRunes(l.text)
+			text, next = render(1, stop)
+			if over = fsRunes(text) - maxChars; over <= 0 || l.shown == 0 {
+				break
+			}
+		}
+	}
+
+	shown := lines[:n]
+	first, last := shown[0].number, shown[n-1].number
 	truncatedLines := 0
-	for _, c := range cuts {
-		if c.line <= last {
+	for _, l := range shown {
+		if l.shown < l.chars {
 			truncatedLines++
 		}
 	}
@@ -243,7 +318,17 @@ func formatRead(p string, res *sandbox.ReadResult, offset, limit int, opts *FSOp
 		ev["next_offset"] = next
 	}
 	ev["bom"] = bom
-	return strings.TrimRight(out.String(), "\n"), ev, nil
+	return text, ev, nil
+}
+
+// fsJSON renders v as compact JSON without HTML escaping, for a call the
+// model can copy.
+func fsJSON(v any) string {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+	return strings.TrimSpace(b.String())
 }
 
 func linesOf(total int) string {

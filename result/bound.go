@@ -21,10 +21,11 @@ const DefaultMaxModelChars = 30000
 // window). A result whose text blocks together hold at most maxChars
 // characters is returned as is (the same pointer). Otherwise the copy
 // keeps the first and last maxChars/2 characters of the result's text and
-// replaces the middle with a marker, under a header line that comes first
-// (BH-047: one fixed place, read before the payload):
+// replaces the middle with [tool.CutMarker], under the [tool.Cut] notice
+// as its first line (BH-047: one fixed place, read before the payload, in
+// the format execute and read_file use too):
 //
-//	[output capped by aibuddy: 1,200,000 characters in 1,200 lines produced; 30,000 characters shown (first 15,000 and last 15,000); 1,170,000 characters omitted: lines 16-1,186; recover them with view_tool_call {"toolCallId":"call_1","part":"result","lines":"16-1186"}]
+//	[cut by aibuddy at the 30,000-character result bound: 1,200,000 characters in 1,200 lines produced; 30,000 characters shown (first 15,000 and last 15,000); 1,170,000 characters omitted (lines 16-1,186); recover them with view_tool_call {"toolCallId":"call_1","part":"result","lines":"16-1186"} (or "pattern" to search them)]
 //
 // Positions and line numbers refer to the result's text as
 // tool.Result.AllText joins it, which is what view_tool_call's part
@@ -88,22 +89,23 @@ func Bound(res *tool.Result, id string, maxChars int, recoverable bool) *tool.Re
 	if !strings.HasSuffix(joined, "\n") {
 		totalLines++
 	}
-	lineSpan := "line " + count(int64(firstLine))
-	lineArg := strconv.Itoa(firstLine)
-	if lastLine > firstLine {
-		lineSpan = "lines " + count(int64(firstLine)) + "-" + count(int64(lastLine))
-		lineArg += "-" + strconv.Itoa(lastLine)
-	}
-	how := "the raw output could not be recorded, so they cannot be recovered: run the call again narrower (a smaller range, a filter, fewer items)"
+	how := "they cannot be recovered (the raw output could not be recorded): run the call again narrower (a smaller range, a filter, fewer items)"
 	if recoverable {
 		idJSON, _ := json.Marshal(id)
+		lineArg := strconv.Itoa(firstLine)
+		if lastLine > firstLine {
+			lineArg += "-" + strconv.Itoa(lastLine)
+		}
 		how = fmt.Sprintf(`recover them with view_tool_call {"toolCallId":%s,"part":"result","lines":"%s"} (or "pattern" to search them)`, idJSON, lineArg)
 	}
-	header := fmt.Sprintf("[output capped by aibuddy: %s in %s produced; %s shown (first %s and last %s); %s omitted: %s; %s]\n",
-		plural(int64(total), "character", "characters"), plural(int64(totalLines), "line", "lines"),
-		plural(int64(headN+tailN), "character", "characters"), count(int64(headN)), count(int64(tailN)),
-		plural(int64(omitted), "character", "characters"), lineSpan, how)
-	marker := fmt.Sprintf("[… %s omitted: %s; see the note at the top …]", plural(int64(omitted), "character", "characters"), lineSpan)
+	header := tool.Cut{
+		By: "aibuddy", Bound: "the " + count(int64(maxChars)) + "-character result bound",
+		TotalChars: int64(total), TotalLines: int64(totalLines),
+		HeadChars: int64(headN), TailChars: int64(tailN),
+		OmittedChars: int64(omitted), OmittedFirst: int64(firstLine), OmittedLast: int64(lastLine),
+		Next: how,
+	}.Notice() + "\n"
+	marker := tool.CutMarker(int64(omitted), int64(firstLine), int64(lastLine))
 
 	out := &tool.Result{IsError: res.IsError, Stage: res.Stage, Evidence: maps.Clone(res.Evidence)}
 	if out.Evidence == nil {

@@ -69,7 +69,7 @@ func TestBH049HugeResultIsBoundedAndRecoverable(t *testing.T) {
 		t.Fatalf("model projection has %d characters", n)
 	}
 	header, _, _ := strings.Cut(text, "\n")
-	want := "[output capped by aibuddy: 1,200,000 characters in 1,200 lines produced; 30,000 characters shown (first 15,000 and last 15,000); 1,170,000 characters omitted: lines 16-1,185;"
+	want := "[cut by aibuddy at the 30,000-character result bound: 1,200,000 characters in 1,200 lines produced; 30,000 characters shown (first 15,000 and last 15,000); 1,170,000 characters omitted (lines 16-1,185); recover them with view_tool_call "
 	if !strings.HasPrefix(header, want) {
 		t.Fatalf("header:\n%s\nwant prefix\n%s", header, want)
 	}
@@ -145,7 +145,7 @@ func TestBoundBlocksAndImages(t *testing.T) {
 	// line 4 "c…", line 5 "TAIL-d…"; the last 30 characters reach into
 	// line 4.
 	omitted := utf8.RuneCountInString(joined) - 60
-	if !strings.Contains(text, strconv.Itoa(omitted)+" characters omitted: lines 1-4;") {
+	if !strings.Contains(text, strconv.Itoa(omitted)+" characters omitted (lines 1-4);") || !strings.Contains(text, "\n["+strconv.Itoa(omitted)+" characters omitted: lines 1-4]\n") {
 		t.Fatalf("marker:\n%s", text)
 	}
 	// Within the bound: the same result, untouched.
@@ -165,7 +165,7 @@ func TestBoundLeavesToolCappedResults(t *testing.T) {
 		t.Fatal("execute's own cap was marked again")
 	}
 	wide := tool.TextWith(body+strings.Repeat("y", 50000), map[string]any{"shown_chars": int64(80000)})
-	if out := result.Bound(wide, "x", 30000, true); out == wide || !strings.HasPrefix(out.AllText(), "[output capped by aibuddy:") {
+	if out := result.Bound(wide, "x", 30000, true); out == wide || !strings.HasPrefix(out.AllText(), "[cut by aibuddy at ") {
 		t.Fatal("a tool cap over the bound was let through")
 	}
 }

@@ -52,12 +52,22 @@ var (
 	// ErrStale: Edit's ExpectedSHA256 no longer matches the file on disk.
 	// Verification stage.
 	ErrStale = errors.New("file changed on disk since it was read")
+	// ErrChanged: another process replaced or removed the path (or a link
+	// in it) while the operation ran, e.g. between its check and its
+	// effect. PathError.Reason says what changed at which step and what
+	// became of the operation ("nothing was written"). Execution stage;
+	// retrying after a look at the path is safe.
+	ErrChanged = errors.New("the path was changed by another process during the operation")
 	// ErrNoMatch, ErrAmbiguous, ErrNoOp, ErrEmptyOld: Edit could not apply a
 	// replacement. Parameters stage. See EditError for details.
 	ErrNoMatch   = errors.New("old_string not found")
 	ErrAmbiguous = errors.New("old_string matches more than once")
 	ErrNoOp      = errors.New("old_string equals new_string")
 	ErrEmptyOld  = errors.New("old_string is empty")
+	// ErrEncoding: Edit's new text has a character the file's encoding
+	// (GB18030, Shift_JIS, windows-1252, ...) cannot hold. Parameters
+	// stage; nothing is written.
+	ErrEncoding = errors.New("new_string cannot be written in the file's encoding")
 	// ErrBadPattern: a glob or regular expression does not compile.
 	// Parameters stage.
 	ErrBadPattern = errors.New("invalid pattern")
@@ -83,13 +93,18 @@ func (e *PathError) Error() string {
 func (e *PathError) Unwrap() error { return e.Err }
 
 // EditError details a failed replacement: which one (0-based index into
-// EditRequest.Edits), how many matches there were, and the closest
-// candidate lines when there was none.
+// EditRequest.Edits), how many matches there were and on which lines, and
+// the closest candidate lines when there was none.
 type EditError struct {
-	Index      int
-	Matches    int
+	Index   int
+	Matches int
+	// MatchLines are the 1-based lines where the matches of an ambiguous
+	// old string start, in order (a line holding two matches is named
+	// twice); at most the first 100 when there are more (Matches counts
+	// them all).
+	MatchLines []int
 	Candidates []string // e.g. "lines 2-3 match if whitespace is ignored; the file indents with TAB"
-	Err        error    // ErrNoMatch, ErrAmbiguous, ErrNoOp or ErrEmptyOld
+	Err        error    // ErrNoMatch, ErrAmbiguous, ErrNoOp, ErrEmptyOld or ErrEncoding
 }
 
 func (e *EditError) Error() string { return e.Err.Error() }
@@ -204,7 +219,7 @@ type ReadResult struct {
 	Path        string
 	Kind        ContentKind
 	MIMEType    string    // detected, e.g. "text/plain; charset=utf-8", "image/png"
-	Encoding    string    // text encoding, "utf-8" unless detected otherwise
+	Encoding    string    // text encoding: "utf-8", or e.g. "gb18030", "utf-16le", "windows-1252"; "utf-8 (...)"/"unknown (...)" when bytes are shown as \xNN
 	BOM         bool      // the file starts with a UTF-8 byte order mark (not shown in Lines)
 	Size        int64     // bytes
 	ModTime     time.Time //

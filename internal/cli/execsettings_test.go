@@ -66,7 +66,7 @@ func TestExecuteHintRecoversOmittedLinesThroughViewToolCall(t *testing.T) {
 		filepath.Base(path) != res.ToolCallID+".log" {
 		t.Errorf("full output %s: want %s/outputs/<taskId>/%s.log", path, data, res.ToolCallID)
 	}
-	m := regexp.MustCompile(`; or view_tool_call (\{.*\})\n`).FindStringSubmatch(text)
+	m := regexp.MustCompile(`recover them with view_tool_call (\{[^}]*\})`).FindStringSubmatch(text)
 	if m == nil {
 		t.Fatalf("no view_tool_call hint in:\n%.800s", text)
 	}

@@ -21,6 +21,9 @@ func ToolOptions(cfg *config.Config, dataDir string) (*coretools.FSOptions, *cor
 		SearchMaxResults:   l.SearchMaxResults,
 		SearchMaxLineChars: l.SearchMaxLineChars,
 		SearchTimeout:      l.SearchTimeout.D(),
+		// The file tools stay within the result bound, so it never cuts
+		// a read_file window (or an ls/glob/grep listing) in its middle.
+		MaxOutputChars: l.ResultMaxChars,
 	}
 	ex := &coretools.ExecuteOptions{
 		DefaultTimeout:     l.ExecDefaultTimeout.D(),

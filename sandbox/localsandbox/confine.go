@@ -18,6 +18,10 @@ import (
 // kernel's own limit is 40 on Linux).
 const maxSymlinkHops = 40
 
+// maxResolveSwaps bounds how often resolve looks again at a link that was
+// replaced or removed between its lstat and its readlink.
+const maxResolveSwaps = 8
+
 // errPathEscapesText is the text of os.Root's unexported escape error; it is
 // matched only as a backstop (resolve denies escapes before os.Root sees them).
 const errPathEscapesText = "path escapes from parent"
@@ -71,7 +75,7 @@ func (s *Sandbox) resolve(op sandbox.Op, p string, policy linkPolicy) (resolved,
 
 	var cur []string // resolved components so far
 	queue := splitRel(rel)
-	hops := 0
+	hops, swaps := 0, 0
 	for len(queue) > 0 {
 		name := queue[0]
 		queue = queue[1:]
@@ -115,6 +119,19 @@ func (s *Sandbox) resolve(op sandbox.Op, p string, policy linkPolicy) (resolved,
 				return resolved{}, &sandbox.PathError{Op: op, Path: display, Reason: "too many levels of symbolic links", Err: syscall.ELOOP}
 			}
 			target, err := s.root.Readlink(cand)
+			if errors.Is(err, syscall.EINVAL) || errors.Is(err, fs.ErrNotExist) {
+				// The link was replaced (readlink of a non-link is
+				// EINVAL) or removed since Lstat: look at the component
+				// again, a few times at most.
+				swaps++
+				if swaps > maxResolveSwaps {
+					return resolved{}, &sandbox.PathError{Op: op, Path: display,
+						Reason: fmt.Sprintf("the link %s kept being replaced while the path was resolved; nothing was done", cand), Err: sandbox.ErrChanged}
+				}
+				hops--
+				queue = append([]string{name}, queue...)
+				continue
+			}
 			if err != nil {
 				return resolved{}, s.pathErr(op, display, err)
 			}
@@ -263,6 +280,28 @@ func (s *Sandbox) pathErr(op sandbox.Op, display string, err error) error {
 		err = ope.Err
 	}
 	return &sandbox.PathError{Op: op, Path: display, Err: err}
+}
+
+// raced is pathErr for a step that runs after the path was checked: a path
+// that is gone, or became a directory where a file was (a rename over it
+// fails with EEXIST, ENOTEMPTY or EISDIR), was changed by another process
+// in between, and the error says so with sandbox.ErrChanged, the step
+// ("while it was being read") and the outcome ("nothing was written").
+// Other errors are pathErr's.
+func (s *Sandbox) raced(op sandbox.Op, display string, err error, step, outcome string) error {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return &sandbox.PathError{Op: op, Path: display, Reason: "removed " + step + "; " + outcome, Err: sandbox.ErrChanged}
+	case errors.Is(err, syscall.EEXIST), errors.Is(err, syscall.ENOTEMPTY), errors.Is(err, syscall.EISDIR):
+		return &sandbox.PathError{Op: op, Path: display, Reason: "replaced by a directory " + step + "; " + outcome, Err: sandbox.ErrChanged}
+	case errors.Is(err, syscall.ENOTDIR):
+		return &sandbox.PathError{Op: op, Path: display, Reason: "a directory in the path was replaced by a file " + step + "; " + outcome, Err: sandbox.ErrChanged}
+	case errors.Is(err, syscall.ELOOP):
+		// The path held no link when it was resolved; links were swapped
+		// in since, faster than os.Root could follow them.
+		return &sandbox.PathError{Op: op, Path: display, Reason: "replaced by a symbolic link " + step + "; " + outcome, Err: sandbox.ErrChanged}
+	}
+	return s.pathErr(op, display, err)
 }
 
 // ctxErr wraps a done context's error for op on display.

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -70,9 +71,10 @@ func (s *Sandbox) Edit(ctx context.Context, req sandbox.EditRequest) (*sandbox.E
 	if !exists {
 		return nil, &sandbox.PathError{Op: op, Path: r.display, Reason: "use write_file to create a file", Err: notFound{}}
 	}
+	const editing, nothing = "while it was being edited", "nothing was written; read it again, then edit"
 	before, err := s.root.Lstat(r.rel)
 	if err != nil {
-		return nil, s.pathErr(op, r.display, err)
+		return nil, s.raced(op, r.display, err, editing, nothing)
 	}
 	if before.Size() > s.maxEditBytes() {
 		return nil, &sandbox.PathError{Op: op, Path: r.display,
@@ -81,12 +83,12 @@ func (s *Sandbox) Edit(ctx context.Context, req sandbox.EditRequest) (*sandbox.E
 	}
 	f, err := s.root.Open(r.rel)
 	if err != nil {
-		return nil, s.pathErr(op, r.display, err)
+		return nil, s.raced(op, r.display, err, editing, nothing)
 	}
 	orig, err := io.ReadAll(io.LimitReader(f, s.maxEditBytes()+1))
 	f.Close()
 	if err != nil {
-		return nil, s.pathErr(op, r.display, err)
+		return nil, s.raced(op, r.display, err, editing, nothing)
 	}
 	sum := sha256.Sum256(orig)
 	if want := strings.TrimSpace(req.ExpectedSHA256); want != "" && !strings.EqualFold(want, hex.EncodeToString(sum[:])) {
@@ -98,15 +100,37 @@ func (s *Sandbox) Edit(ctx context.Context, req sandbox.EditRequest) (*sandbox.E
 		return nil, ctxErr(op, r.display, err)
 	}
 
-	bom := bytes.HasPrefix(orig, utf8BOM)
-	body := orig
+	// Text in another encoding (as Read decodes it) is matched and replaced
+	// as UTF-8 and encoded back, when that round trip keeps every byte;
+	// otherwise the bytes are matched as they are, and a byte that is not
+	// valid UTF-8 may be written as \xNN, the form Read shows it in.
+	te, _ := sniffEncoding(orig[:min(len(orig), sniffBytes)], len(orig) > sniffBytes)
+	prev := orig
+	decoded := false
+	if te.decodable() {
+		prev, decoded = te.decode(orig)
+		if !decoded {
+			prev = orig
+		}
+	}
+	bom := !decoded && bytes.HasPrefix(orig, utf8BOM)
+	body := prev
 	if bom {
 		body = orig[len(utf8BOM):]
 	}
 	total := 0
 	for i, e := range req.Edits {
 		next, n, eerr := replaceAdapted(body, e)
+		if eerr != nil && !decoded && eerr.Err == sandbox.ErrNoMatch {
+			if old, ok := unescapeHigh(e.Old); ok {
+				nw, _ := unescapeHigh(e.New)
+				next, n, eerr = replaceAdapted(body, sandbox.Replacement{Old: old, New: nw, ReplaceAll: e.ReplaceAll})
+			}
+		}
 		if eerr != nil {
+			if eerr.Err == sandbox.ErrNoMatch && !decoded && !utf8.Valid(body) {
+				eerr.Candidates = append(eerr.Candidates, notUTF8Note(te))
+			}
 			eerr.Index = i
 			return nil, eerr
 		}
@@ -114,14 +138,22 @@ func (s *Sandbox) Edit(ctx context.Context, req sandbox.EditRequest) (*sandbox.E
 		total += n
 	}
 	out := body
-	if bom {
+	switch {
+	case decoded:
+		enc, err := te.encode(body)
+		if err != nil {
+			return nil, &sandbox.EditError{Err: sandbox.ErrEncoding,
+				Candidates: []string{err.Error() + "; write new_string with characters it has, or convert the file to UTF-8 first (e.g. iconv -f " + te.name + " -t UTF-8)"}}
+		}
+		out = enc
+	case bom:
 		out = append(append([]byte(nil), utf8BOM...), body...)
 	}
 
 	stale := func() error {
 		now, err := s.root.Lstat(r.rel)
 		if err != nil {
-			return s.pathErr(op, r.display, err)
+			return s.raced(op, r.display, err, editing, nothing)
 		}
 		if now.Size() != before.Size() || !now.ModTime().Equal(before.ModTime()) {
 			return &sandbox.PathError{Op: op, Path: r.display, Reason: "modified by someone else during the edit; nothing was written", Err: sandbox.ErrStale}
@@ -133,10 +165,13 @@ func (s *Sandbox) Edit(ctx context.Context, req sandbox.EditRequest) (*sandbox.E
 	}
 
 	res := &sandbox.EditResult{Path: r.display, Replacements: total}
-	start, end := changedLines(orig, out)
+	start, end := changedLines(prev, body)
+	if bom {
+		start, end = changedLines(orig, out)
+	}
 	res.StartLine = max(1, start-regionContext)
 	res.EndLine = min(end+regionContext, res.StartLine+maxRegionLines-1)
-	if err := s.readBackRegion(r, res); err != nil {
+	if err := s.readBackRegion(r, te, res); err != nil {
 		return nil, err
 	}
 	return res, nil
@@ -162,16 +197,15 @@ func replaceAdapted(body []byte, e sandbox.Replacement) ([]byte, int, *sandbox.E
 	case len(at) == 0:
 		return nil, 0, &sandbox.EditError{Err: sandbox.ErrNoMatch, Candidates: candidates(v.norm, string(old))}
 	case len(at) > 1 && !e.ReplaceAll:
-		lines := make([]string, 0, min(len(at), 10))
-		for _, a := range at[:min(len(at), 10)] {
-			lines = append(lines, fmt.Sprint(1+bytes.Count(v.norm[:a], []byte{'\n'})))
+		lines := make([]int, 0, min(len(at), maxMatchLines))
+		line, pos := 1, 0
+		for _, a := range at[:min(len(at), maxMatchLines)] {
+			line += bytes.Count(v.norm[pos:a], []byte{'\n'})
+			pos = a
+			lines = append(lines, line)
 		}
-		more := ""
-		if len(at) > 10 {
-			more = ", …"
-		}
-		return nil, 0, &sandbox.EditError{Err: sandbox.ErrAmbiguous, Matches: len(at),
-			Candidates: []string{fmt.Sprintf("%d matches, starting at lines %s%s; add surrounding lines to old_string to make it unique, or set replace_all", len(at), strings.Join(lines, ", "), more)}}
+		return nil, 0, &sandbox.EditError{Err: sandbox.ErrAmbiguous, Matches: len(at), MatchLines: lines,
+			Candidates: []string{fmt.Sprintf("%d matches, starting at lines %s; add surrounding lines to old_string to make it unique, or set replace_all", len(at), joinLines(lines, len(at)))}}
 	}
 
 	defEnding := v.dominantEnding()
@@ -263,6 +297,19 @@ func (v *lfView) endingAfter(off int, def string) string {
 	return "\n"
 }
 
+// joinLines lists match lines: "2, 7, 7, 40", then "…" when total says
+// there are more than listed.
+func joinLines(lines []int, total int) string {
+	parts := make([]string, len(lines))
+	for i, l := range lines {
+		parts[i] = strconv.Itoa(l)
+	}
+	if total > len(lines) {
+		parts = append(parts, "…")
+	}
+	return strings.Join(parts, ", ")
+}
+
 func crlfToLF(s string) string { return strings.ReplaceAll(s, "\r\n", "\n") }
 
 // changedLines returns the 1-based lines of after that differ from before
@@ -286,17 +333,18 @@ func changedLines(before, after []byte) (start, end int) {
 }
 
 // readBackRegion streams the file from disk once for Bytes, SHA256 and the
-// Region lines res.StartLine..res.EndLine, and clamps EndLine to the file.
-func (s *Sandbox) readBackRegion(r resolved, res *sandbox.EditResult) error {
+// Region lines res.StartLine..res.EndLine, decoded as te (as Read shows
+// them), and clamps EndLine to the file.
+func (s *Sandbox) readBackRegion(r resolved, te textEncoding, res *sandbox.EditResult) error {
+	const step, outcome = "right after it was edited, before it could be read back", "the edit happened but what is on disk now is unknown; read it again"
 	f, err := s.root.Open(r.rel)
 	if err != nil {
-		return s.pathErr(sandbox.OpEdit, r.display, err)
+		return s.raced(sandbox.OpEdit, r.display, err, step, outcome)
 	}
 	defer f.Close()
 	h := sha256.New()
 	cr := &countingReader{r: io.TeeReader(f, h)}
-	br := &bomSkipper{r: cr}
-	ls := newLineScanner(br, regionLineChars*utf8.UTFMax)
+	ls := newLineScanner(te.reader(cr, nil), regionLineChars*utf8.UTFMax)
 	n := 0
 	for {
 		kept, chars, _, err := ls.next(nil)
@@ -309,7 +357,7 @@ func (s *Sandbox) readBackRegion(r resolved, res *sandbox.EditResult) error {
 		n++
 		if n >= res.StartLine && n <= res.EndLine {
 			text := clipChars(kept, regionLineChars)
-			res.Region = append(res.Region, sandbox.Line{Number: n, Text: string(bytes.ToValidUTF8(text, []byte("\uFFFD"))), Chars: chars})
+			res.Region = append(res.Region, sandbox.Line{Number: n, Text: string(text), Chars: chars})
 		}
 		if n > res.EndLine {
 			break
@@ -327,6 +375,16 @@ func (s *Sandbox) readBackRegion(r resolved, res *sandbox.EditResult) error {
 	res.Bytes = cr.n
 	res.SHA256 = hex.EncodeToString(h.Sum(nil))
 	return nil
+}
+
+// notUTF8Note explains why a non-ASCII old_string finds no match in a
+// file that is not valid UTF-8 and was not decoded.
+func notUTF8Note(te textEncoding) string {
+	what := "the file is not valid UTF-8"
+	if te.decodable() {
+		what = "the file is mostly " + te.display() + " but has bytes that do not decode, so it is matched as bytes"
+	}
+	return what + `: text that is not ASCII matches only as read_file shows it, with each byte that is not UTF-8 as \xNN`
 }
 
 // bomSkipper drops a leading UTF-8 BOM.

@@ -22,6 +22,7 @@ const (
 	regionLineChars      = 2000      // characters kept per Region line
 	readBufBytes         = 64 << 10  // bufio buffer for streaming reads
 	maxCandidates        = 3         // EditError.Candidates at most
+	maxMatchLines        = 100       // EditError.MatchLines at most
 	maxCandidateChars    = 160       // characters of a quoted line in a candidate
 )
 

@@ -1,6 +1,7 @@
 package localsandbox
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -32,6 +33,10 @@ type Options struct {
 	// process group (on timeout or cancellation) before sending SIGKILL.
 	// Default 2 s.
 	KillDelay time.Duration
+	// NoTempSweep turns off the background sweep New starts, which removes
+	// the temporary files of Write and Edit left by a process that was
+	// killed mid-write (see tempfiles.go). Default false: the sweep runs.
+	NoTempSweep bool
 	// DrainGrace bounds how long Exec keeps reading output after the shell
 	// has exited while descendants still hold the output pipes open: until
 	// the command has run DrainGrace in all, and at least DrainGrace/4
@@ -54,6 +59,13 @@ type Sandbox struct {
 
 	lineByLine bool // grep never scans whole buffers (tests compare both ways)
 
+	// The stale temporary file sweep (tempfiles.go); sweepDone is nil
+	// when it was not started.
+	sweepStop  context.CancelFunc
+	sweepDone  chan struct{}
+	sweptTemps []string
+	sweepErr   error
+
 	trace func(execTrace) // Exec's stop mechanism, for tests; nil in use
 }
 
@@ -69,6 +81,9 @@ var _ sandbox.Sandbox = (*Sandbox)(nil)
 // New opens a sandbox rooted at dir, which must be an existing directory.
 // The root is resolved once (symlinks in dir itself are followed here, so a
 // workspace may live behind a link); everything below it is confined.
+// Unless opts.NoTempSweep, New starts a background sweep that removes the
+// temporary files of writes killed mid-way ([Sandbox.StaleTemps] waits for
+// it; Close stops it).
 func New(dir string, opts *Options) (*Sandbox, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -90,6 +105,9 @@ func New(dir string, opts *Options) (*Sandbox, error) {
 	if s.opts.Shell == "" {
 		s.opts.Shell = "/bin/sh"
 	}
+	if !s.opts.NoTempSweep {
+		s.startTempSweep()
+	}
 	return s, nil
 }
 
@@ -108,5 +126,12 @@ func (s *Sandbox) Supports(op sandbox.Op) bool {
 	return false
 }
 
-// Close releases the root handle.
-func (s *Sandbox) Close() error { return s.root.Close() }
+// Close stops the temporary file sweep, waits for it, and releases the
+// root handle.
+func (s *Sandbox) Close() error {
+	if s.sweepDone != nil {
+		s.sweepStop()
+		<-s.sweepDone
+	}
+	return s.root.Close()
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
@@ -13,24 +14,14 @@ import (
 	_ "image/jpeg"
 	_ "image/png"
 	"io"
+	"io/fs"
 	"net/http"
+	"syscall"
 	"unicode/utf8"
 
 	_ "golang.org/x/image/webp" // image.DecodeConfig for WebP
-	"golang.org/x/text/encoding/charmap"
-	"golang.org/x/text/encoding/unicode"
-	"golang.org/x/text/transform"
 
 	"github.com/aibuddy/aibuddy/sandbox"
-)
-
-// Encodings reported in ReadResult.Encoding.
-const (
-	encUTF8        = "utf-8"
-	encUTF8Invalid = "utf-8 (invalid bytes shown as U+FFFD)"
-	encUTF16LE     = "utf-16le"
-	encUTF16BE     = "utf-16be"
-	encLatin1      = "latin-1/windows-1252 (not valid UTF-8)"
 )
 
 var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
@@ -42,14 +33,19 @@ var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
 // line's length) and all of them to MaxBytes bytes of text (default 256 KiB).
 // The file is streamed with a bounded line buffer, never loaded whole.
 // Line endings ("\n", "\r\n") are dropped, tabs are kept raw, and a UTF-8
-// byte order mark is removed from line 1 and reported as BOM. UTF-16 (by its
-// BOM) and non-UTF-8 text (decoded as windows-1252) are converted to UTF-8
-// and named in Encoding. More and NextOffset say how to continue;
+// byte order mark is removed from line 1 and reported as BOM. Text in
+// another encoding (UTF-16, GB18030/GBK, Big5, Shift_JIS, EUC-JP, EUC-KR,
+// windows-1252; chosen from the first 8 KiB, see textenc.go) is converted
+// to UTF-8 and named in Encoding; in UTF-8 text, and in text whose encoding
+// is not recognized (Encoding "unknown ..."), each byte that is not valid
+// UTF-8 is shown as \xNN, so Lines are always valid UTF-8 and Chars counts
+// what is shown. More and NextOffset say how to continue;
 // TotalLines counts the file's lines (-1 when counting stopped after
 // Options.MaxCountBytes bytes).
 //
-// Binary (a NUL byte, or mostly invalid UTF-8 or control bytes, in the first
-// 8 KiB): Kind binary, no content, a Description such as "binary file (ELF
+// Binary (in the first 8 KiB a NUL byte outside UTF-16, many control bytes,
+// or non-ASCII bytes in no recognized encoding with almost no whitespace):
+// Kind binary, no content, a Description such as "binary file (ELF
 // header), 65,544 bytes". Images (PNG, JPEG, GIF, WebP): Kind image with
 // Data when Size <= MaxImageBytes (default 5 MiB), otherwise only a
 // Description with format, dimensions and size.
@@ -66,7 +62,11 @@ func (s *Sandbox) Read(ctx context.Context, req sandbox.ReadRequest) (*sandbox.R
 	if err != nil {
 		return nil, err
 	}
+	const reading, nothing = "while it was being read", "nothing was read; look at it again (ls), then retry"
 	fi, err := s.root.Stat(r.rel)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, s.raced(op, r.display, err, reading, nothing)
+	}
 	if err != nil {
 		return nil, s.pathErr(op, r.display, err)
 	}
@@ -78,11 +78,15 @@ func (s *Sandbox) Read(ctx context.Context, req sandbox.ReadRequest) (*sandbox.R
 	}
 	f, err := s.root.Open(r.rel)
 	if err != nil {
-		return nil, s.pathErr(op, r.display, err)
+		return nil, s.raced(op, r.display, err, reading, nothing)
 	}
 	defer f.Close()
 	if fi, err = f.Stat(); err != nil {
-		return nil, s.pathErr(op, r.display, err)
+		return nil, s.raced(op, r.display, err, reading, nothing)
+	}
+	if !fi.Mode().IsRegular() {
+		// Replaced since the Stat above.
+		return nil, &sandbox.PathError{Op: op, Path: r.display, Reason: "replaced by a " + kindOf(fi) + " " + reading + "; " + nothing, Err: sandbox.ErrChanged}
 	}
 
 	h := sha256.New()
@@ -90,7 +94,7 @@ func (s *Sandbox) Read(ctx context.Context, req sandbox.ReadRequest) (*sandbox.R
 	head := make([]byte, sniffBytes)
 	n, err := io.ReadFull(cr, head)
 	if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
-		return nil, s.pathErr(op, r.display, err)
+		return nil, s.raced(op, r.display, err, reading, nothing)
 	}
 	head = head[:n]
 	res := &sandbox.ReadResult{Path: r.display, Size: fi.Size(), ModTime: fi.ModTime(), TotalLines: -1}
@@ -140,7 +144,7 @@ func (s *Sandbox) Read(ctx context.Context, req sandbox.ReadRequest) (*sandbox.R
 		return finish()
 	}
 
-	enc, binary := sniffText(head, int64(len(head)) < fi.Size())
+	te, binary := sniffEncoding(head, int64(len(head)) < fi.Size())
 	if binary {
 		res.Kind = sandbox.KindBinary
 		res.MIMEType = http.DetectContentType(head)
@@ -148,25 +152,18 @@ func (s *Sandbox) Read(ctx context.Context, req sandbox.ReadRequest) (*sandbox.R
 		return finish()
 	}
 	res.Kind = sandbox.KindText
-	res.Encoding = enc
-	res.MIMEType = "text/plain; charset=" + enc
-	var src io.Reader = rest
-	switch enc {
-	case encUTF8:
-		if bytes.HasPrefix(head, utf8BOM) {
-			res.BOM = true
-			io.CopyN(io.Discard, src, 3)
-		}
-	case encUTF16LE:
-		src = transform.NewReader(src, unicode.UTF16(unicode.LittleEndian, unicode.ExpectBOM).NewDecoder())
-		res.MIMEType = "text/plain; charset=utf-16le"
-	case encUTF16BE:
-		src = transform.NewReader(src, unicode.UTF16(unicode.BigEndian, unicode.ExpectBOM).NewDecoder())
-		res.MIMEType = "text/plain; charset=utf-16be"
-	case encLatin1:
-		src = charmap.Windows1252.NewDecoder().Reader(src)
-		res.MIMEType = "text/plain; charset=windows-1252"
+	res.Encoding = te.name
+	switch {
+	case te.decodable():
+		res.MIMEType = "text/plain; charset=" + te.name
+	case te.unknown:
+		res.MIMEType = "text/plain"
+	default:
+		res.MIMEType = "text/plain; charset=utf-8"
+		res.BOM = bytes.HasPrefix(head, utf8BOM)
 	}
+	var escaped int64 // bytes that are not valid UTF-8, shown as \xNN
+	src := te.reader(rest, &escaped)
 
 	offset := max(req.Offset, 1)
 	limit := orDefault(req.Limit, defaultReadLines)
@@ -177,7 +174,6 @@ func (s *Sandbox) Read(ctx context.Context, req sandbox.ReadRequest) (*sandbox.R
 	var used int64
 	lineNo := 0
 	counting := true
-	invalid := false
 	for {
 		if lineNo%ctxCheckEvery == 0 {
 			if err := ctx.Err(); err != nil {
@@ -219,59 +215,15 @@ func (s *Sandbox) Read(ctx context.Context, req sandbox.ReadRequest) (*sandbox.R
 			text = clipBytes(text, int(maxBytes))
 		}
 		used += int64(len(text))
-		t := string(text)
-		if !utf8.ValidString(t) {
-			invalid = true
-			t = string(bytes.ToValidUTF8(text, []byte("\uFFFD")))
-		}
-		res.Lines = append(res.Lines, sandbox.Line{Number: lineNo, Text: t, Chars: chars})
+		res.Lines = append(res.Lines, sandbox.Line{Number: lineNo, Text: string(text), Chars: chars})
 	}
 	if counting {
 		res.TotalLines = lineNo
 	}
-	if invalid && res.Encoding == encUTF8 {
+	if escaped > 0 && res.Encoding == encUTF8 {
 		res.Encoding = encUTF8Invalid
 	}
 	return finish()
-}
-
-// sniffText classifies the first bytes of a file. truncated says the file
-// continues past head (so an incomplete rune at the end is not an error).
-func sniffText(head []byte, truncated bool) (enc string, binary bool) {
-	switch {
-	case bytes.HasPrefix(head, []byte{0xFF, 0xFE}) && !bytes.HasPrefix(head, []byte{0xFF, 0xFE, 0, 0}):
-		return encUTF16LE, false
-	case bytes.HasPrefix(head, []byte{0xFE, 0xFF}):
-		return encUTF16BE, false
-	}
-	if bytes.IndexByte(head, 0) >= 0 {
-		return "", true
-	}
-	invalid, control, total := 0, 0, 0
-	for i := 0; i < len(head); {
-		if truncated && !utf8.FullRune(head[i:]) {
-			break
-		}
-		c, size := utf8.DecodeRune(head[i:])
-		total++
-		switch {
-		case c == utf8.RuneError && size == 1:
-			invalid++
-		case c < 0x20 && c != '\t' && c != '\n' && c != '\r' && c != '\f' && c != '\v' && c != '\b' && c != 0x1B:
-			control++
-		}
-		i += size
-	}
-	if total == 0 {
-		return encUTF8, false
-	}
-	if invalid*10 > total*3 || control*10 > total {
-		return "", true
-	}
-	if invalid > 0 {
-		return encLatin1, false
-	}
-	return encUTF8, false
 }
 
 // imageFormat recognizes the image formats returned as data.
@@ -324,6 +276,23 @@ func binaryDescription(head []byte, size int64, mime string) string {
 		what += " (" + mime + ")"
 	}
 	return fmt.Sprintf("%s, %s bytes, not shown; use execute with xxd or strings for a bounded view", what, commas(size))
+}
+
+// kindOf names what a non-regular file is: "directory", "symbolic link".
+func kindOf(fi fs.FileInfo) string {
+	switch m := fi.Mode(); {
+	case m.IsDir():
+		return "directory"
+	case m&fs.ModeSymlink != 0:
+		return "symbolic link"
+	case m&fs.ModeNamedPipe != 0:
+		return "named pipe"
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	case m&fs.ModeDevice != 0:
+		return "device"
+	}
+	return "special file"
 }
 
 // commas formats n with thousands separators (golang.org/x/text/message, English): 65544 -> "65,544".

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"syscall"
 
 	"github.com/aibuddy/aibuddy/sandbox"
 )
@@ -17,7 +18,9 @@ import (
 // Write replaces or creates req.Path atomically: the content goes to a
 // temporary file in the same directory, is synced, and is renamed over the
 // target, so a reader sees the old or the new bytes, never a mix, and no
-// temporary file is left behind on any failure. An existing file keeps its
+// temporary file is left behind on any failure it sees; one left by a
+// process killed mid-write (".aibuddy-tmp-<pid>-...") is removed by the
+// next New on the workspace (tempfiles.go). An existing file keeps its
 // permission bits; a new one gets 0666 minus the umask. Missing parent
 // directories are created one component at a time through the root (unless
 // req.NoCreateParents), after the whole path was checked, so nothing is
@@ -115,24 +118,29 @@ func (s *Sandbox) targetMode(op sandbox.Op, r resolved) (fs.FileMode, bool, erro
 	case fi.IsDir():
 		return 0, false, &sandbox.PathError{Op: op, Path: r.display, Err: sandbox.ErrIsDir}
 	case fi.Mode()&fs.ModeSymlink != 0:
-		return 0, false, &sandbox.PathError{Op: op, Path: r.display, Reason: "the target became a symlink", Err: sandbox.ErrOutsideWorkspace}
+		// resolve followed every link; this one was swapped in since.
+		return 0, false, &sandbox.PathError{Op: op, Path: r.display, Reason: "replaced by a symbolic link while it was being " + doneWord(op) + "; nothing was written; look at it again, then retry", Err: sandbox.ErrChanged}
 	case !fi.Mode().IsRegular():
 		return 0, false, &sandbox.PathError{Op: op, Path: r.display, Reason: "not a regular file", Err: sandbox.ErrUnsupported}
 	}
 	return fi.Mode().Perm(), true, nil
 }
 
-// writeAtomic writes data to a temporary file beside r.rel and renames it
-// over r.rel. When exists, the temporary file gets mode exactly; otherwise
+// writeAtomic writes data to a temporary file beside r.rel (named by
+// tempName, so a sweep after a crash knows it) and renames it over r.rel. When exists, the temporary file gets mode exactly; otherwise
 // mode minus the umask. beforeRename, when set, runs last and may veto.
 // On any failure the temporary file is removed.
 func (s *Sandbox) writeAtomic(ctx context.Context, op sandbox.Op, r resolved, data []byte, mode fs.FileMode, exists bool, beforeRename func() error) (err error) {
-	tmp := path.Join(path.Dir(r.rel), "."+path.Base(r.rel)+".aibuddy-"+randHex(6)+".tmp")
+	tmp := tempName(r.rel)
 	perm := mode
 	if exists {
 		perm = 0o600 // widened to mode below, after creation, regardless of umask
 	}
+	during, nothing := "while it was being "+doneWord(op), "nothing was written; look at it again, then retry"
 	f, err := s.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return &sandbox.PathError{Op: op, Path: r.display, Reason: "its directory was removed or replaced " + during + "; " + nothing, Err: sandbox.ErrChanged}
+	}
 	if err != nil {
 		return s.pathErr(op, r.display, err)
 	}
@@ -175,22 +183,31 @@ func (s *Sandbox) writeAtomic(ctx context.Context, op sandbox.Op, r resolved, da
 		}
 	}
 	if err := s.root.Rename(tmp, r.rel); err != nil {
-		return s.pathErr(op, r.display, err)
+		return s.raced(op, r.display, err, during, nothing)
 	}
 	return nil
 }
 
+// doneWord is what op does to a file, for messages: "written", "edited".
+func doneWord(op sandbox.Op) string {
+	if op == sandbox.OpEdit {
+		return "edited"
+	}
+	return "written"
+}
+
 // readBack streams r.rel from disk and returns its size and hex SHA-256.
 func (s *Sandbox) readBack(op sandbox.Op, r resolved) (int64, string, error) {
+	const step, outcome = "right after it was written, before it could be read back", "the write happened but what is on disk now is unknown; look at it again"
 	f, err := s.root.Open(r.rel)
 	if err != nil {
-		return 0, "", s.pathErr(op, r.display, err)
+		return 0, "", s.raced(op, r.display, err, step, outcome)
 	}
 	defer f.Close()
 	h := sha256.New()
 	n, err := io.Copy(h, f)
 	if err != nil {
-		return 0, "", s.pathErr(op, r.display, err)
+		return 0, "", s.raced(op, r.display, err, step, outcome)
 	}
 	return n, hex.EncodeToString(h.Sum(nil)), nil
 }

@@ -287,7 +287,7 @@ func runRead(t *testing.T, newSandbox NewFunc) {
 		}
 	})
 
-	t.Run("mostly invalid UTF-8 is binary, a little is latin-1", func(t *testing.T) {
+	t.Run("invalid UTF-8 without whitespace is binary, a little is windows-1252", func(t *testing.T) {
 		e := newEnv(t, newSandbox)
 		noise := make([]byte, 4096)
 		for i := range noise {
@@ -302,8 +302,18 @@ func runRead(t *testing.T, newSandbox NewFunc) {
 		e.write("menu.txt", "caf\xe9 cr\xe8me\n")
 		r, err = e.sb.Read(e.ctx, sandbox.ReadRequest{Path: "menu.txt"})
 		noError(t, err)
-		if r.Kind != sandbox.KindText || !strings.Contains(r.Encoding, "latin-1") || len(r.Lines) != 1 || r.Lines[0].Text != "café crème" {
+		if r.Kind != sandbox.KindText || r.Encoding != "windows-1252" || len(r.Lines) != 1 || r.Lines[0].Text != "café crème" {
 			t.Errorf("latin-1: Kind=%q Encoding=%q lines=%+v", r.Kind, r.Encoding, r.Lines)
+		}
+	})
+
+	t.Run("GBK text is text, decoded and named", func(t *testing.T) {
+		e := newEnv(t, newSandbox)
+		e.write("g.txt", "# \xd5\xe2\xca\xc7\xce\xd2\xc3\xc7\xb5\xc4\xca\xfd\xbe\xdd\xbf\xe2\xc9\xe8\xd6\xc3\xa1\xa3\n")
+		r, err := e.sb.Read(e.ctx, sandbox.ReadRequest{Path: "g.txt"})
+		noError(t, err)
+		if r.Kind != sandbox.KindText || r.Encoding != "gb18030" || !equalStrings(texts(r.Lines), []string{"# 这是我们的数据库设置。"}) {
+			t.Errorf("Kind=%q Encoding=%q lines=%q", r.Kind, r.Encoding, texts(r.Lines))
 		}
 	})
 

@@ -3,6 +3,7 @@ package sandboxtest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -322,7 +323,7 @@ func runEdit(t *testing.T, newSandbox NewFunc) {
 		_, err := edit(e, "d.txt", one("x", "y"))
 		wantErr(t, err, sandbox.ErrAmbiguous)
 		var ee *sandbox.EditError
-		if !errors.As(err, &ee) || ee.Matches != 2 || len(ee.Candidates) == 0 || !strings.Contains(ee.Candidates[0], "1, 2") {
+		if !errors.As(err, &ee) || ee.Matches != 2 || fmt.Sprint(ee.MatchLines) != "[1 2]" || len(ee.Candidates) == 0 || !strings.Contains(ee.Candidates[0], "1, 2") {
 			t.Errorf("EditError = %+v", ee)
 		}
 		e.unchanged("d.txt", s)
@@ -349,6 +350,21 @@ func runEdit(t *testing.T, newSandbox NewFunc) {
 		noError(t, err)
 		if got := e.read("n.txt"); got != "cafe\u0301 CAFE\n" {
 			t.Errorf("got %q", got)
+		}
+	})
+
+	t.Run("text in another encoding is edited in it", func(t *testing.T) {
+		e := newEnv(t, newSandbox)
+		// GBK: "name = 张三 # 用户的名字" and "# 这是我们的数据库设置。"
+		gbk := "# \xd5\xe2\xca\xc7\xce\xd2\xc3\xc7\xb5\xc4\xca\xfd\xbe\xdd\xbf\xe2\xc9\xe8\xd6\xc3\xa1\xa3\nname = \xd5\xc5\xc8\xfd # \xd3\xc3\xbb\xa7\xb5\xc4\xc3\xfb\xd7\xd6\n"
+		e.write("g.txt", gbk)
+		res, err := edit(e, "g.txt", one("张三", "李四"))
+		noError(t, err)
+		if got := e.read("g.txt"); got != strings.Replace(gbk, "\xd5\xc5\xc8\xfd", "\xc0\xee\xcb\xc4", 1) {
+			t.Errorf("bytes %q", got)
+		}
+		if len(res.Region) != 2 || res.Region[1].Text != "name = 李四 # 用户的名字" || res.Region[1].Chars != 17 {
+			t.Errorf("region %+v", res.Region)
 		}
 	})
 }
