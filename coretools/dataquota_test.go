@@ -135,7 +135,7 @@ func TestExecuteQuotaStopsFileAndSaysSo(t *testing.T) {
 		t.Errorf("sed range ends at %s, past the file's %d lines:\n%s", m[2], inFile, text)
 	}
 	if !strings.Contains(text, fmt.Sprintf(`"lines":"%s-%d"`, m[1], inFile)) ||
-		!strings.Contains(text, fmt.Sprintf("the omitted lines after line %d are past the file's limit and cannot be recovered", inFile)) {
+		!strings.Contains(text, fmt.Sprintf("the omitted lines after line %d are past the data folder's limit (limits.dataDirMaxBytes) and cannot be recovered", inFile)) {
 		t.Errorf("view_tool_call or the unrecoverable rest do not match the file:\n%s", text)
 	}
 }
@@ -212,7 +212,7 @@ func TestExecuteHeaderWhenOutputFileWriteFails(t *testing.T) {
 		t.Errorf("result does not say writing failed:\n%s\n%v", text, res.Evidence)
 	}
 	if strings.Contains(text, "view_tool_call") || strings.Contains(text, "sed -n") ||
-		!strings.Contains(text, "cannot be recovered (re-run narrower, or free disk space)") {
+		!strings.Contains(text, "cannot be recovered: re-run narrower, or free disk space") {
 		t.Errorf("the header offers lines the file does not hold:\n%s", text)
 	}
 }
