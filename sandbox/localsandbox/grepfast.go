@@ -146,6 +146,10 @@ func (p *grepPool) wait() {
 // a search to the slow path), so the leftmost candidate never lies past it.
 func (w *grepWorker) scanWhole(buf []byte, fr *fileRes) {
 	sr := w.sr
+	if sr.pf != nil {
+		w.scanNeedles(buf, fr)
+		return
+	}
 	pos, lines, counted := 0, 0, 0
 	for iter := 0; pos < len(buf); iter++ {
 		if iter%ctxCheckEvery == ctxCheckEvery-1 && sr.done() {
@@ -166,6 +170,46 @@ func (w *grepWorker) scanWhole(buf []byte, fr *fileRes) {
 		lineEnd := len(buf)
 		if i := bytes.IndexByte(buf[lineStart:], '\n'); i >= 0 {
 			lineEnd = lineStart + i
+		}
+		lines += bytes.Count(buf[counted:lineStart], []byte{'\n'})
+		counted = lineStart
+		line := buf[lineStart:lineEnd]
+		if l := sr.re.FindIndex(line); l != nil {
+			fr.count++
+			if len(fr.matches) < sr.maxResults {
+				m := sr.clip(line, l, 0)
+				m.Path, m.Line, m.Chars = fr.path, lines+1, countChars(line)
+				fr.matches = append(fr.matches, m)
+			}
+		}
+		pos = lineEnd + 1
+	}
+}
+
+// scanNeedles searches buf, a whole file with no CR byte, for the lines
+// that hold a needle of the prefilter, and matches each such line on its
+// own with the line-by-line pattern: a line that matches holds a needle,
+// so results are exactly those of a line-by-line search.
+func (w *grepWorker) scanNeedles(buf []byte, fr *fileRes) {
+	sr := w.sr
+	sc := pfScan{p: sr.pf, buf: buf}
+	sc.reset()
+	pos, lines, counted := 0, 0, 0
+	for iter := 0; pos < len(buf); iter++ {
+		if iter%ctxCheckEvery == ctxCheckEvery-1 && sr.done() {
+			return
+		}
+		hit := sc.next(pos)
+		if hit < 0 {
+			return
+		}
+		lineStart := pos
+		if i := bytes.LastIndexByte(buf[pos:hit], '\n'); i >= 0 {
+			lineStart = pos + i + 1
+		}
+		lineEnd := len(buf)
+		if i := bytes.IndexByte(buf[hit:], '\n'); i >= 0 {
+			lineEnd = hit + i
 		}
 		lines += bytes.Count(buf[counted:lineStart], []byte{'\n'})
 		counted = lineStart

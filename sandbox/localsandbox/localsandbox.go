@@ -47,7 +47,8 @@ type Sandbox struct {
 	given   string     // absolute as given to New, before resolving symlinks
 	writeMu sync.Mutex // serializes Write and Edit (read-modify-write)
 
-	lineByLine bool // grep never scans whole buffers (tests compare both ways)
+	lineByLine  bool // grep never scans whole buffers (tests compare both ways)
+	noPrefilter bool // grep matches every line with the regexp (tests compare both ways)
 }
 
 var _ sandbox.Sandbox = (*Sandbox)(nil)

@@ -107,10 +107,18 @@ func (s *Sandbox) Search(ctx context.Context, req sandbox.SearchRequest) (*sandb
 			return nil, bad(fmt.Sprintf("regular expression %q does not compile", req.Pattern), err)
 		}
 		sr.re = re
-		if req.ContextLines == 0 && !s.lineByLine && !strings.Contains(expr, `\A`) && !strings.Contains(expr, `\z`) {
+		if !s.noPrefilter {
+			sr.pf = newPrefilter(expr)
+		}
+		switch {
+		case req.ContextLines > 0 || s.lineByLine:
+		case sr.pf != nil:
+			sr.whole = true // lines holding a needle are matched one by one
+		case !strings.Contains(expr, `\A`) && !strings.Contains(expr, `\z`):
 			// Whole-buffer scans need ^ and $ at line boundaries; \A and \z
 			// mean the line's ends only line by line, so they stay there.
 			sr.reFast = regexp.MustCompile("(?m)" + expr)
+			sr.whole = true
 		}
 	default:
 		return nil, bad(fmt.Sprintf("unknown search mode %q (want %q or %q)", req.Mode, sandbox.ModeGlob, sandbox.ModeGrep), nil)
@@ -179,7 +187,9 @@ type searcher struct {
 
 	rootDisplay string
 
-	reFast *regexp.Regexp // re in multi-line mode for whole-buffer scans; nil: line by line only
+	reFast *regexp.Regexp // re in multi-line mode for whole-buffer scans without pf
+	pf     *prefilter     // lines that may match re; nil: every line may
+	whole  bool           // small files are scanned as one buffer (scanWhole)
 
 	res      *sandbox.SearchResult
 	mu       sync.Mutex // guards files, retained and res while walkers and grep workers run
@@ -744,7 +754,7 @@ func (w *grepWorker) grep(j grepJob) *fileRes {
 	}
 	fr := &fileRes{path: j.display, mod: j.mod}
 	var rest io.Reader = f
-	if sr.reFast != nil && n == len(w.head) && j.size >= 0 && j.size <= fastScanBytes {
+	if sr.whole && n == len(w.head) && j.size >= 0 && j.size <= fastScanBytes {
 		// Read the whole file (it may have grown: at most fastScanBytes+1).
 		whole := append(w.whole[:0], head...)
 		for len(whole) <= fastScanBytes {
@@ -763,7 +773,7 @@ func (w *grepWorker) grep(j grepJob) *fileRes {
 			return fr
 		}
 		rest = io.MultiReader(bytes.NewReader(whole[len(head):]), f)
-	} else if sr.reFast != nil && n < len(w.head) && bytes.IndexByte(head, '\r') < 0 {
+	} else if sr.whole && n < len(w.head) && bytes.IndexByte(head, '\r') < 0 {
 		w.scanWhole(head, fr) // a small file: all of it is in head
 		return fr
 	}
@@ -804,7 +814,7 @@ func (w *grepWorker) grep(j grepJob) *fileRes {
 		}
 		if rerr == bufio.ErrBufferFull {
 			if len(buf) >= window {
-				if !matched {
+				if !matched && (sr.pf == nil || sr.pf.contains(buf)) {
 					if loc := sr.re.FindIndex(buf); loc != nil {
 						matched = true
 						m = sr.clip(buf, loc, dropped)
@@ -830,7 +840,7 @@ func (w *grepWorker) grep(j grepJob) *fileRes {
 		}
 		lineNo++
 		chars := dropped + countChars(buf)
-		if !matched {
+		if !matched && (sr.pf == nil || sr.pf.contains(buf)) {
 			if loc := sr.re.FindIndex(buf); loc != nil {
 				matched = true
 				m = sr.clip(buf, loc, dropped)
