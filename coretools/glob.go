@@ -212,6 +212,7 @@ func (s *searchSummary) evidence() map[string]any {
 		"shown":          s.shown,
 		"truncated":      s.res.Truncated || s.shown < s.found,
 		"partial":        s.res.Partial,
+		"total":          s.res.Total,
 		"files_searched": s.res.FilesSearched,
 		"skipped_hidden": s.hiddenSkipped(),
 	}

@@ -315,12 +315,30 @@ func concat(parts []litInfo) litInfo {
 type needle struct {
 	sets   seq
 	anchor int // index of the element searched for first
+	// ascii holds the sets' ASCII bitmaps when no set holds a non-ASCII
+	// rune: the needle is then len(ascii) bytes, compared byte by byte.
+	ascii [][2]uint64
 }
 
 // at reports whether n occurs in buf with its anchor rune starting at byte
 // p. Runes are decoded as the regexp decodes them (an invalid byte is
 // U+FFFD, which no element holds).
 func (n *needle) at(buf []byte, p int) bool {
+	if n.ascii != nil {
+		// An ASCII byte is a whole rune wherever it is; a byte of a
+		// multi-byte rune is never ASCII, so it matches no set here.
+		start := p - n.anchor
+		if start < 0 || start+len(n.ascii) > len(buf) {
+			return false
+		}
+		for i, m := range n.ascii {
+			c := buf[start+i]
+			if c >= utf8.RuneSelf || m[c>>6]&(1<<(c&63)) == 0 {
+				return false
+			}
+		}
+		return true
+	}
 	r, w := decodeAt(buf, p)
 	if !n.sets[n.anchor].has(r) {
 		return false
@@ -371,6 +389,7 @@ type prefilter struct {
 	table    [256]bool
 	useTable bool
 	byByte   [256]uint16 // needles (bit i: needles[i]) whose anchor starts with the byte
+
 }
 
 // newPrefilter returns the prefilter of expr (RE2 syntax, as
@@ -388,7 +407,15 @@ func newPrefilter(expr string) *prefilter {
 	var first []byte
 	for i, q := range alts {
 		a, _ := q.anchor()
-		p.needles = append(p.needles, needle{sets: q, anchor: a})
+		n := needle{sets: q, anchor: a}
+		for _, set := range q {
+			if len(set.others) > 0 {
+				n.ascii = nil
+				break
+			}
+			n.ascii = append(n.ascii, set.ascii)
+		}
+		p.needles = append(p.needles, n)
 		for _, b := range q[a].firstBytes() {
 			p.byByte[b] |= 1 << i
 			p.table[b] = true

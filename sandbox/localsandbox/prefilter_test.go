@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bmatcuk/doublestar/v4"
+
 	"github.com/aibuddy/aibuddy/sandbox"
 )
 
@@ -248,4 +250,28 @@ func (p *prefilter) describe() []string {
 		out = append(out, b.String())
 	}
 	return out
+}
+
+// TestGlobSetEqualsDoublestar: the direct comparisons of globSet give what
+// doublestar.Match gives, for the default denied paths and other shapes.
+func TestGlobSetEqualsDoublestar(t *testing.T) {
+	globs := []string{".env", ".env.*", "*.pem", "*.key", "id_rsa", "credentials.json", "secrets/*", "**/*.go",
+		"*", "a*", "*a", "[ab]*", "*.{js,ts}", `\*x`, "x\\", "?.txt", "**", "d/**/e"}
+	names := []string{".env", ".env.local", ".envx", "a.pem", ".pem", "pem", "x.key", "id_rsa", "id_rsa.pub",
+		"secrets/a", "d/secrets/a", "a/b.go", "b.go", "a", "ba", "ab", "*x", "x", "a.txt", "ab.txt", "d/x/e", "x.js", "y.ts", "credentials.json"}
+	for _, g := range globs {
+		set := newGlobSet([]string{g})
+		for _, n := range names {
+			for _, sub := range []string{n, "dir/" + n} {
+				target := sub
+				if !strings.Contains(g, "/") {
+					target = filepath.Base(sub)
+				}
+				want, _ := doublestar.Match(g, target)
+				if got := set.match(sub); got != want {
+					t.Errorf("glob %q on %q: globSet %v, doublestar %v", g, sub, got, want)
+				}
+			}
+		}
+	}
 }

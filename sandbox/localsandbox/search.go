@@ -129,6 +129,8 @@ func (s *Sandbox) Search(ctx context.Context, req sandbox.SearchRequest) (*sandb
 		}
 	}
 
+	sr.include, sr.exclude = newGlobSet(req.Include), newGlobSet(req.Exclude)
+
 	r, err := s.resolve(op, req.Path, followFinal)
 	if err != nil {
 		return nil, err
@@ -143,7 +145,7 @@ func (s *Sandbox) Search(ctx context.Context, req sandbox.SearchRequest) (*sandb
 		if !fi.Mode().IsRegular() {
 			return nil, &sandbox.PathError{Op: op, Path: r.display, Reason: "not a regular file", Err: sandbox.ErrUnsupported}
 		}
-		sr.file(func() (*os.File, error) { return s.root.Open(r.rel) }, nil, r.display, path.Base(r.rel), fi.ModTime(), fi.Size())
+		sr.file(nil, func() (*os.File, error) { return s.root.Open(r.rel) }, r.display, path.Base(r.rel), fi.ModTime(), fi.Size())
 	} else {
 		var ign []gitignore.Pattern
 		if !req.NoIgnore {
@@ -153,9 +155,6 @@ func (s *Sandbox) Search(ctx context.Context, req sandbox.SearchRequest) (*sandb
 		if err != nil {
 			return nil, s.pathErr(op, r.display, err)
 		}
-		if sr.re != nil {
-			sr.pool = newGrepPool(sr, grepWorkers())
-		}
 		sr.queue.cond.L = &sr.queue.mu
 		sr.queue.tasks = append(sr.queue.tasks, dirTask{dir: dir, rel: r.rel, ign: ign})
 		var walkers sync.WaitGroup
@@ -164,9 +163,6 @@ func (s *Sandbox) Search(ctx context.Context, req sandbox.SearchRequest) (*sandb
 		}
 		sr.walkLoop()
 		walkers.Wait()
-		if sr.pool != nil {
-			sr.pool.wait()
-		}
 		// Walkers finish in any order: list hidden directories as a
 		// one-goroutine walk would meet them.
 		slices.SortFunc(sr.res.SkippedHidden, comparePaths)
@@ -183,6 +179,8 @@ type searcher struct {
 
 	glob      string
 	globParts []string // nil: no directory pruning
+	include   globSet
+	exclude   globSet
 	re        *regexp.Regexp
 
 	rootDisplay string
@@ -196,7 +194,6 @@ type searcher struct {
 	files    []*fileRes
 	retained int // matches (grep) or files (glob) held in files
 	stopped  atomic.Bool
-	pool     *grepPool // nil: grep in the walking goroutine
 
 	queue walkQueue // directories waiting for a walking goroutine
 }
@@ -241,6 +238,15 @@ type walker struct {
 	hiddenFiles int
 	hidden      []string
 	found       []*fileRes
+	gw          *grepWorker // grep: searches the files this walker meets; nil until the first
+}
+
+// grepper returns the walker's grep worker.
+func (w *walker) grepper() *grepWorker {
+	if w.gw == nil {
+		w.gw = newGrepWorker(w.sr)
+	}
+	return w.gw
 }
 
 // walkQueue holds the directories found and not yet walked, taken last
@@ -325,6 +331,9 @@ func (w *walker) run(t dirTask) {
 
 // flush merges w's counts and hits into the searcher.
 func (w *walker) flush() {
+	if w.gw != nil {
+		w.gw.flush()
+	}
 	sr := w.sr
 	sr.mu.Lock()
 	defer sr.mu.Unlock()
@@ -358,8 +367,8 @@ func (w *walker) walk(dir *dirHandle, rel, sub string, depth int, ign []gitignor
 	}
 	ents, _ := dir.readDir(&w.buf)
 	dirFd := -1
-	if sr.pool != nil && rawOpen {
-		dirFd = dir.grepFd() // grep jobs open their files relative to it
+	if sr.re != nil && rawOpen {
+		dirFd = dir.grepFd() // grep opens the files relative to it
 	}
 	if !sr.req.NoIgnore {
 		for _, e := range ents {
@@ -396,7 +405,7 @@ func (w *walker) walk(dir *dirHandle, rel, sub string, depth int, ign []gitignor
 			// excluded file (such as a denied .env) into the results.
 			if len(sr.req.Exclude) > 0 {
 				real, err := sr.s.resolve(sandbox.OpSearch, childRel, followFinal)
-				if err != nil || matchAny(sr.req.Exclude, real.rel) {
+				if err != nil || sr.exclude.match(real.rel) {
 					return false
 				}
 			}
@@ -416,7 +425,7 @@ func (w *walker) walk(dir *dirHandle, rel, sub string, depth int, ign []gitignor
 			}
 			return false
 		}
-		if matchAny(sr.req.Exclude, childSub) {
+		if sr.exclude.match(childSub) {
 			return false
 		}
 		if isDir {
@@ -429,7 +438,7 @@ func (w *walker) walk(dir *dirHandle, rel, sub string, depth int, ign []gitignor
 			sr.queue.push(dirTask{parent: sd, name: name, rel: childRel, sub: childSub, depth: depth + 1, ign: ign})
 			return false
 		}
-		if len(sr.req.Include) > 0 && !matchAny(sr.req.Include, childSub) {
+		if len(sr.include) > 0 && !sr.include.match(childSub) {
 			return false
 		}
 		display := joinDisplay(sr.rootDisplay, childSub)
@@ -457,18 +466,17 @@ func (w *walker) walk(dir *dirHandle, rel, sub string, depth int, ign []gitignor
 		}
 		switch {
 		case linked != nil:
-			sr.file(func() (*os.File, error) { return sr.s.root.Open(childRel) }, nil, display, childSub, linked.ModTime(), linked.Size())
+			sr.file(w.grepper(), func() (*os.File, error) { return sr.s.root.Open(childRel) }, display, childSub, linked.ModTime(), linked.Size())
 		case dirFd >= 0:
-			// The grep worker opens it by name relative to this directory
-			// and takes size and modification time from that open file.
-			sd.refs.Add(1)
-			sr.pool.submit(grepJob{dirFd: dirFd, name: name, display: display, release: sd.release})
+			// Opened by name relative to this directory; the modification
+			// time comes from that open file.
+			w.grepper().run(grepJob{dirFd: dirFd, name: name, display: display, size: -1})
 		default:
 			mod, size, ok := dir.lstat(e)
 			if !ok {
 				return false
 			}
-			sr.file(func() (*os.File, error) { return dir.openFile(name) }, sd, display, childSub, mod, size)
+			sr.file(w.grepper(), func() (*os.File, error) { return dir.openFile(name) }, display, childSub, mod, size)
 		}
 		return false
 	}
@@ -497,13 +505,11 @@ func (sr *searcher) globMatch(sub string) bool {
 }
 
 // file takes one regular file: for glob, one the walk already matched (a
-// single named file is matched here); for grep, one to search, handed to
-// the worker pool when there is one. size is in bytes, -1 when unknown.
-// held, when not nil, is the directory handle open goes through; a job
-// handed to the pool keeps it open until the file has been read.
-func (sr *searcher) file(open func() (*os.File, error), held *sharedDir, display, sub string, mod time.Time, size int64) {
+// single named file is matched here); for grep, one to search now with gw
+// (nil: a worker of its own). size is in bytes, -1 when unknown.
+func (sr *searcher) file(gw *grepWorker, open func() (*os.File, error), display, sub string, mod time.Time, size int64) {
 	if sr.re == nil {
-		if sr.pool == nil && display == sr.rootDisplay { // a single named file
+		if display == sr.rootDisplay { // a single named file
 			sr.res.FilesSearched++
 			if !sr.globMatch(sub) {
 				return
@@ -514,17 +520,11 @@ func (sr *searcher) file(open func() (*os.File, error), held *sharedDir, display
 		return
 	}
 	j := grepJob{open: open, display: display, mod: mod, size: size}
-	if sr.pool != nil {
-		if held != nil {
-			held.refs.Add(1)
-			j.release = held.release
-		}
-		sr.pool.submit(j)
-		return
+	if gw == nil {
+		gw = newGrepWorker(sr)
+		defer gw.flush()
 	}
-	w := newGrepWorker(sr)
-	w.run(j)
-	w.flush()
+	gw.run(j)
 }
 
 // add keeps a hit and, when too much is held, drops what the final cut to
@@ -622,15 +622,62 @@ func (sr *searcher) globCanDescend(sub string) bool {
 	return true
 }
 
-// matchAny matches sub, or its base name for a pattern without "/",
-// against doublestar globs.
-func matchAny(globs []string, sub string) bool {
+// globSet is a list of doublestar globs, each matched against a path
+// relative to the search root or, when it holds no "/", against the path's
+// base name. The common shapes of a name pattern (a plain name, "*.pem",
+// ".env.*") are compared directly: the walk tests every entry against the
+// denied paths, and doublestar.Match re-reads its pattern on every call.
+type globSet []globMatcher
+
+type globMatcher struct {
+	glob  string
+	base  bool   // matched against the base name
+	shape byte   // '=' the whole name, '*' a suffix ("*lit"), '^' a prefix ("lit*"), 0 doublestar
+	lit   string // the literal part for '=', '*' and '^'
+}
+
+func newGlobSet(globs []string) globSet {
+	gs := make(globSet, 0, len(globs))
 	for _, g := range globs {
-		target := sub
-		if !strings.Contains(g, "/") {
-			target = path.Base(sub)
+		m := globMatcher{glob: g, base: !strings.Contains(g, "/")}
+		if m.base {
+			const meta = `*?[]{}\`
+			switch {
+			case !strings.ContainsAny(g, meta):
+				m.shape, m.lit = '=', g
+			case len(g) > 1 && g[0] == '*' && !strings.ContainsAny(g[1:], meta):
+				m.shape, m.lit = '*', g[1:]
+			case len(g) > 1 && g[len(g)-1] == '*' && !strings.ContainsAny(g[:len(g)-1], meta):
+				m.shape, m.lit = '^', g[:len(g)-1]
+			}
 		}
-		if ok, _ := doublestar.Match(g, target); ok {
+		gs = append(gs, m)
+	}
+	return gs
+}
+
+func (gs globSet) match(sub string) bool {
+	if len(gs) == 0 {
+		return false
+	}
+	base := path.Base(sub)
+	for _, g := range gs {
+		target := sub
+		if g.base {
+			target = base
+		}
+		var ok bool
+		switch g.shape {
+		case '=':
+			ok = target == g.lit
+		case '*':
+			ok = strings.HasSuffix(target, g.lit)
+		case '^':
+			ok = strings.HasPrefix(target, g.lit)
+		default:
+			ok, _ = doublestar.Match(g.glob, target)
+		}
+		if ok {
 			return true
 		}
 	}
@@ -734,13 +781,24 @@ func ignored(ign []gitignore.Pattern, rel string, isDir bool) bool {
 // binary). A file of at most fastScanBytes with no CR byte is scanned as
 // one buffer (scanWhole); anything else line by line with a bounded buffer.
 func (w *grepWorker) grep(j grepJob) *fileRes {
-	sr := w.sr
-	f, size, mod, closeFile, err := j.openFile()
+	f, modTime, closeFile, err := j.openFile()
 	if err != nil {
 		return nil
 	}
 	defer closeFile()
-	j.size, j.mod = size, mod
+	fr := w.grepOpen(j, f)
+	if fr == nil || fr.count == 0 {
+		return fr
+	}
+	if fr.mod, err = modTime(); err != nil {
+		return nil
+	}
+	return fr
+}
+
+// grepOpen searches the open file f of j (see grep); fr.mod is left unset.
+func (w *grepWorker) grepOpen(j grepJob, f io.Reader) *fileRes {
+	sr := w.sr
 	head := w.head
 	n, err := io.ReadFull(f, head)
 	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
@@ -752,9 +810,9 @@ func (w *grepWorker) grep(j grepJob) *fileRes {
 		w.binary++
 		return nil
 	}
-	fr := &fileRes{path: j.display, mod: j.mod}
+	fr := &fileRes{path: j.display}
 	var rest io.Reader = f
-	if sr.whole && n == len(w.head) && j.size >= 0 && j.size <= fastScanBytes {
+	if sr.whole && n == len(w.head) && j.size <= fastScanBytes {
 		// Read the whole file (it may have grown: at most fastScanBytes+1).
 		whole := append(w.whole[:0], head...)
 		for len(whole) <= fastScanBytes {
