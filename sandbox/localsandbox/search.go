@@ -41,11 +41,16 @@ import (
 // a file symlink is searched only when it resolves to a regular file inside
 // the workspace that Exclude does not exclude (matched against the target's
 // workspace-relative path), so nothing outside is ever reported. ".git" is never
-// entered. Unless NoIgnore, .gitignore files (the workspace's
+// entered by the walk (a req.Path inside it is searched; the file tools
+// refuse one). Unless NoIgnore, .gitignore files (the workspace's
 // .git/info/exclude, those of req.Path's ancestors, and nested ones met on
 // the way) prune ignored directories before the walk enters them; a
 // req.Path that is itself ignored is searched, with only the rules below
-// it. Dot-entries below req.Path are skipped unless IncludeHidden: skipped
+// it. Dot-entries below req.Path are skipped unless IncludeHidden or a
+// pattern names them: a segment of the glob or of an Include glob that
+// starts with "." matches hidden names at its place (".github/**" at the
+// top, "**/.eslintrc.json" at any depth; "*" never matches a leading dot);
+// skipped
 // directories are listed in SkippedHidden and skipped files counted in
 // SkippedHiddenFiles, so "0 matches" never reads as a complete search
 // (BH-015); req.Path itself may be hidden (".github"). Grep skips files
@@ -130,6 +135,12 @@ func (s *Sandbox) Search(ctx context.Context, req sandbox.SearchRequest) (*sandb
 	}
 
 	sr.include, sr.exclude = newGlobSet(req.Include), newGlobSet(req.Exclude)
+	if sr.glob != "" {
+		sr.dotSegs = dotSegments(sr.glob, false, req.IgnoreCase, sr.dotSegs)
+	}
+	for _, g := range req.Include {
+		sr.dotSegs = dotSegments(g, !strings.Contains(g, "/"), false, sr.dotSegs)
+	}
 
 	r, err := s.resolve(op, req.Path, followFinal)
 	if err != nil {
@@ -181,6 +192,7 @@ type searcher struct {
 	globParts []string // nil: no directory pruning
 	include   globSet
 	exclude   globSet
+	dotSegs   []dotSegment // pattern segments that name hidden entries
 	re        *regexp.Regexp
 
 	rootDisplay string
@@ -417,7 +429,7 @@ func (w *walker) walk(dir *dirHandle, rel, sub string, depth int, ign []gitignor
 			w.ignored++
 			return false
 		}
-		if strings.HasPrefix(name, ".") && !sr.req.IncludeHidden {
+		if strings.HasPrefix(name, ".") && !sr.req.IncludeHidden && !sr.namesHidden(childSub, name) {
 			if isDir {
 				w.hidden = append(w.hidden, joinDisplay(sr.rootDisplay, childSub))
 			} else {
@@ -492,6 +504,62 @@ func (w *walker) walk(dir *dirHandle, rel, sub string, depth int, ign []gitignor
 			return
 		}
 	}
+}
+
+// dotSegment is a segment of a glob pattern (the glob or an include glob)
+// that starts with "." and so names hidden entries: it matches the base
+// name of an entry depth components below the search root, or at any depth
+// when a "**" comes before it (depth -1). fold: matched lower-cased (a glob
+// under IgnoreCase).
+type dotSegment struct {
+	pat   string
+	depth int
+	fold  bool
+}
+
+// dotSegments appends the dot segments of glob to segs. base: the glob is
+// matched against base names (an include glob without "/"), so its
+// segment is one at any depth.
+func dotSegments(glob string, base, fold bool, segs []dotSegment) []dotSegment {
+	anyDepth := base
+	for i, p := range strings.Split(glob, "/") {
+		if strings.Contains(p, "**") {
+			anyDepth = true
+			continue
+		}
+		if strings.HasPrefix(p, ".") || strings.Contains(p, "{.") || strings.Contains(p, ",.") {
+			d := i
+			if anyDepth {
+				d = -1
+			}
+			segs = append(segs, dotSegment{pat: p, depth: d, fold: fold})
+		}
+	}
+	return segs
+}
+
+// namesHidden reports whether a pattern names the hidden entry name at sub
+// (relative to the search root) explicitly: a dot segment at its depth
+// matches it. Naming a hidden segment is asking for it (".github/**",
+// "**/.eslintrc.json"); "*" alone never matches a leading dot.
+func (sr *searcher) namesHidden(sub, name string) bool {
+	if len(sr.dotSegs) == 0 {
+		return false
+	}
+	depth := strings.Count(sub, "/")
+	for _, d := range sr.dotSegs {
+		if d.depth >= 0 && d.depth != depth {
+			continue
+		}
+		n := name
+		if d.fold {
+			n = strings.ToLower(n)
+		}
+		if ok, _ := doublestar.Match(d.pat, n); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // globMatch reports whether sub (relative to the search root) matches the
