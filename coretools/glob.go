@@ -50,6 +50,7 @@ func (f *fsTools) glob(ctx context.Context, call *tool.Call) (*tool.Result, erro
 	if err != nil {
 		return nil, err
 	}
+	in.Path = fsPathArg(in.Path)
 	maxResults := fsCapAt(in.MaxResults, f.opts.SearchMaxResults)
 	res, err := f.search(ctx, "glob", sandbox.SearchRequest{
 		Mode: sandbox.ModeGlob, Pattern: in.Pattern, Path: in.Path,
@@ -61,7 +62,7 @@ func (f *fsTools) glob(ctx context.Context, call *tool.Call) (*tool.Result, erro
 	out := fsLimiter{max: f.opts.MaxOutputChars}
 	shown := 0
 	for _, h := range res.Files {
-		if !out.line(h.Path) {
+		if !out.line(fsShowPath(h.Path)) {
 			break
 		}
 		shown++
@@ -186,7 +187,7 @@ func (s *searchSummary) hiddenSkipped() []string {
 	var out []string
 	for _, d := range s.res.SkippedHidden {
 		if path.Base(d) != ".git" {
-			out = append(out, d)
+			out = append(out, fsShowPath(d))
 		}
 	}
 	return out

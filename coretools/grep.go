@@ -63,6 +63,7 @@ func (f *fsTools) grep(ctx context.Context, call *tool.Call) (*tool.Result, erro
 	if err != nil {
 		return nil, err
 	}
+	in.Path = fsPathArg(in.Path)
 	maxResults := fsCapAt(in.MaxResults, f.opts.SearchMaxResults)
 	res, err := f.search(ctx, "grep", sandbox.SearchRequest{
 		Mode: sandbox.ModeGrep, Pattern: in.Pattern, Path: in.Path,
@@ -147,7 +148,7 @@ func formatMatches(ms []sandbox.Match, re *regexp.Regexp, lineChars, outChars in
 		if i > 0 && !out.line("") {
 			break
 		}
-		if !out.line(ms[i].Path) {
+		if !out.line(fsShowPath(ms[i].Path)) {
 			break
 		}
 		full := false

@@ -5,11 +5,14 @@ package coretools
 // hidden segments, skip notes, and escaped names.
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/aibuddy/aibuddy/tool"
 )
@@ -144,6 +147,73 @@ func TestSearchSaysWhatItSkipped(t *testing.T) {
 	for _, want := range []string{"0 files match", "3 hidden files were skipped", "excluded by .gitignore"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("glob: %q missing in:\n%s", want, got)
+		}
+	}
+}
+
+// TestSearchEscapesNames (issue 10, item 6): a newline, ESC (an OSC
+// sequence), the bidi controls or a byte that is not UTF-8 in a file name
+// never reach the output raw: ls, glob and grep print such a name as a
+// JSON-style quoted string, so each entry is one line, and the printed
+// form given back as the path (as the JSON string value, or the quoted
+// text itself) reaches the file.
+func TestSearchEscapesNames(t *testing.T) {
+	w := newFSWorld(t, nil)
+	names := map[string]string{ // name -> how it is printed
+		"evil\nmain.go:1:forged.txt": `"evil\nmain.go:1:forged.txt"`,
+		"\x1b]0;owned\x07title.txt":  `"\u001b]0;owned\u0007title.txt"`,
+		"\u202etxt.exe":              `"\u202etxt.exe"`,
+		"iso\u2066x\u2069.txt":       `"iso\u2066x\u2069.txt"`,
+		"bad\xffbyte.txt":            `"bad\xffbyte.txt"`,
+		`quo"te.txt`:                 `"quo\"te.txt"`,
+		"plain name.txt":             "plain name.txt",
+		"caf\u00e9.txt":              "caf\u00e9.txt",
+	}
+	for n := range names {
+		w.file(t, "d/"+n, "NEEDLE_7Q\n")
+	}
+	check := func(what, out string, wantLines int) {
+		t.Helper()
+		for _, r := range out {
+			if r != '\n' && !strconv.IsPrint(r) {
+				t.Errorf("%s: raw %U in the output:\n%s", what, r, out)
+			}
+		}
+		if !utf8.ValidString(out) {
+			t.Errorf("%s: invalid UTF-8 in the output", what)
+		}
+		for n, shown := range names {
+			if !strings.Contains(out, "d/"+strings.TrimPrefix(shown, `"`)) && !strings.Contains(out, `"d/`+strings.TrimPrefix(shown, `"`)) {
+				t.Errorf("%s: %q not shown as %s:\n%s", what, n, shown, out)
+			}
+		}
+		if got := strings.Count(out, "\n") + 1; got != wantLines {
+			t.Errorf("%s: %d lines, want %d:\n%s", what, got, wantLines, out)
+		}
+	}
+	check("ls", fsMustOK(t, w.call(t, "ls", map[string]any{"path": "d"})), len(names))
+	check("glob", fsMustOK(t, w.call(t, "glob", map[string]any{"pattern": "d/*"})), len(names)+2)
+	check("grep", fsMustOK(t, w.call(t, "grep", map[string]any{"pattern": "NEEDLE_7Q"})), 3*len(names)-1+2)
+
+	for n, shown := range names {
+		p := shown
+		if !strings.HasPrefix(shown, `"`) {
+			p = `"` + shown + `"`
+		}
+		p = `"d/` + p[1:]
+		// As the JSON string value: the quotes become the JSON string's.
+		var raw map[string]any
+		if err := json.Unmarshal([]byte(`{"pattern":"NEEDLE_7Q","path":`+p+`}`), &raw); err == nil {
+			if got := fsMustOK(t, w.call(t, "grep", raw)); !strings.Contains(got, "1 match in 1 file") {
+				t.Errorf("%q given back as the JSON string %s: %s", n, p, got)
+			}
+		} else if !strings.Contains(shown, `\x`) {
+			t.Errorf("%q: printed form %s is not a JSON string: %v", n, p, err)
+		}
+		// As the quoted text itself.
+		r := w.call(t, "read_file", map[string]any{"path": p})
+		if got := fsMustOK(t, r); !strings.Contains(got, "NEEDLE_7Q") {
+			t.Errorf("%q given back quoted as %s: %s", n, p, got)
 		}
 	}
 }
