@@ -101,6 +101,8 @@ type Compactor struct {
 	closed bool
 	wg     sync.WaitGroup
 	last   sync.Map // toolCallID → Outcome of the latest background run
+
+	defaultCounter bool // o.Counter is Count, so maxCount bounds it
 }
 
 // ErrBadOptions is wrapped by New's errors.
@@ -131,7 +133,8 @@ func New(st store.Store, opts *Options) (*Compactor, error) {
 	if o.Target >= o.Threshold {
 		o.Target = max(o.Threshold-1, 1)
 	}
-	if o.Counter == nil {
+	defaultCounter := o.Counter == nil
+	if defaultCounter {
 		o.Counter = Count
 	}
 	if o.Workers <= 0 {
@@ -140,7 +143,7 @@ func New(st store.Store, opts *Options) (*Compactor, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	c := &Compactor{st: st, o: o, sem: make(chan struct{}, o.Workers)}
+	c := &Compactor{st: st, o: o, sem: make(chan struct{}, o.Workers), defaultCounter: defaultCounter}
 	c.base, c.cancel = context.WithCancel(context.Background())
 	return c, nil
 }
@@ -173,7 +176,7 @@ type Outcome struct {
 	// Reason says why nothing was replaced ("under threshold", "not
 	// smaller", "keep", "already compacted", "running").
 	Reason       string
-	BeforeTokens int // tokens of the model text before
+	BeforeTokens int // tokens of the model text before; -1 when under the threshold by its length alone (not counted)
 	AfterTokens  int // tokens of the compact text
 	BeforeBytes  int // bytes of the model form (JSON) before
 	AfterBytes   int // bytes of the compact model form
@@ -274,6 +277,13 @@ func (c *Compactor) Compact(ctx context.Context, rec *store.Record) (Outcome, er
 	}
 	text, images := splitContent(model)
 	out.BeforeBytes = len(cur.Model)
+	if c.defaultCounter && maxCount(text) < c.o.Threshold {
+		// Under the threshold by its length alone: no vocabulary is
+		// built for it (a CLI call's start-up would pay 0.1 s for it).
+		out.BeforeTokens = -1
+		out.Reason = "under threshold"
+		return out, nil
+	}
 	out.BeforeTokens = c.o.Counter(text)
 	if out.BeforeTokens < c.o.Threshold {
 		out.Reason = "under threshold"

@@ -91,6 +91,7 @@ func (f *fsTools) editFile(ctx context.Context, call *tool.Call) (*tool.Result, 
 	if err != nil {
 		return nil, err
 	}
+	in.Path = fsPathArg(in.Path) // a name as ls, glob and grep print it (pathquote.go)
 	if err := f.checkDenied(ctx, "edit_file", in.Path); err != nil {
 		return nil, err
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"path"
+	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -25,7 +27,7 @@ const globSchema = `{
   "properties": {
     "pattern": {"type": "string", "minLength": 1, "description": "Glob matched against paths relative to path: * within one segment, ** across directories, {a,b} alternatives, [abc] classes. Example: **/*.go"},
     "path": {"type": "string", "description": "Directory to search, relative to the workspace root. Default the root."},
-    "include_hidden": {"type": "boolean", "description": "Also descend into directories whose name starts with a dot (.git never). Default false."},
+    "include_hidden": {"type": "boolean", "description": "Also list files and descend into directories whose name starts with a dot (.git never). Default false."},
     "no_ignore": {"type": "boolean", "description": "Also search files and directories excluded by .gitignore. Default false."},
     "max_results": {"type": "integer", "minimum": 1, "maximum": %d, "description": "Stop after this many files (default and maximum %d)."}
   },
@@ -48,6 +50,7 @@ func (f *fsTools) glob(ctx context.Context, call *tool.Call) (*tool.Result, erro
 	if err != nil {
 		return nil, err
 	}
+	in.Path = fsPathArg(in.Path)
 	maxResults := fsCapAt(in.MaxResults, f.opts.SearchMaxResults)
 	res, err := f.search(ctx, "glob", sandbox.SearchRequest{
 		Mode: sandbox.ModeGlob, Pattern: in.Pattern, Path: in.Path,
@@ -59,7 +62,7 @@ func (f *fsTools) glob(ctx context.Context, call *tool.Call) (*tool.Result, erro
 	out := fsLimiter{max: f.opts.MaxOutputChars}
 	shown := 0
 	for _, h := range res.Files {
-		if !out.line(h.Path) {
+		if !out.line(fsShowPath(h.Path)) {
 			break
 		}
 		shown++
@@ -83,6 +86,9 @@ func (f *fsTools) search(ctx context.Context, name string, req sandbox.SearchReq
 	if err := f.checkDenied(ctx, name, req.Path); err != nil {
 		return nil, err
 	}
+	if err := f.refuseGitDir(ctx, name, req); err != nil {
+		return nil, err
+	}
 	// Denied paths are never searched: their names are not listed and
 	// their content never matched (BH-059).
 	req.Exclude = append(append([]string(nil), req.Exclude...), f.opts.DeniedPaths...)
@@ -101,6 +107,42 @@ func (f *fsTools) search(ctx context.Context, name string, req sandbox.SearchReq
 		return nil, fsError(err, name, req.Path)
 	}
 	return res, nil
+}
+
+// refuseGitDir refuses a search of .git, which grep and glob never search
+// (their walks never enter it): a path in it (also through a symlink or
+// ".."), or a glob or include pattern with a ".git" segment. Parameters
+// stage, naming what to use instead.
+func (f *fsTools) refuseGitDir(ctx context.Context, name string, req sandbox.SearchRequest) error {
+	refuse := func(what string) error {
+		return tool.Errorf(tool.Parameters, "%s never searches .git (the repository's own data: objects, refs, config); %s", name, what).
+			WithHint("read one file in it with read_file, or use execute with git itself (git log, git grep, git config --list)")
+	}
+	inGit := func(p string) bool {
+		return slices.Contains(strings.Split(path.Clean(filepath.ToSlash(p)), "/"), ".git")
+	}
+	if req.Path != "" {
+		if inGit(req.Path) {
+			return refuse(fmt.Sprintf("path %q is in it", req.Path))
+		}
+		if pr, ok := f.sb.(sandbox.PathResolver); ok {
+			if real, err := pr.ResolvePath(ctx, req.Path); err == nil && inGit(real) {
+				return refuse(fmt.Sprintf("path %q leads into it (%q)", req.Path, real))
+			}
+		}
+	}
+	pats := req.Include
+	if req.Mode == sandbox.ModeGlob {
+		pats = append([]string{req.Pattern}, pats...)
+	}
+	for _, p := range pats {
+		for _, seg := range strings.Split(p, "/") {
+			if strings.EqualFold(seg, ".git") {
+				return refuse(fmt.Sprintf("the pattern %q names it", p))
+			}
+		}
+	}
+	return nil
 }
 
 // capAt returns asked when it is in 1..limit, else limit.
@@ -145,7 +187,7 @@ func (s *searchSummary) hiddenSkipped() []string {
 	var out []string
 	for _, d := range s.res.SkippedHidden {
 		if path.Base(d) != ".git" {
-			out = append(out, d)
+			out = append(out, fsShowPath(d))
 		}
 	}
 	return out
@@ -175,6 +217,17 @@ func (s *searchSummary) notes() []string {
 			fsPlural(len(hidden), "hidden directory", "hidden directories"), strings.Join(names, ", "), more,
 			map[bool]string{true: "was", false: "were"}[len(hidden) == 1],
 			map[bool]string{true: "it", false: "them"}[len(hidden) == 1]))
+	}
+	if s.found == 0 && s.res.SkippedHiddenFiles > 0 {
+		notes = append(notes, fmt.Sprintf("%s skipped; set include_hidden to search %s (or name them: a pattern segment that starts with \".\" matches hidden names)",
+			fsPlural(s.res.SkippedHiddenFiles, "hidden file was", "hidden files were"),
+			map[bool]string{true: "it", false: "them"}[s.res.SkippedHiddenFiles == 1]))
+	}
+	if s.found == 0 && s.res.SkippedBinary > 0 {
+		notes = append(notes, fmt.Sprintf("%s not searched (a NUL byte in %s first 8 KiB); grep reads text only: search %s with execute (grep -a)",
+			fsPlural(s.res.SkippedBinary, "binary file was", "binary files were"),
+			map[bool]string{true: "its", false: "their"}[s.res.SkippedBinary == 1],
+			map[bool]string{true: "it", false: "them"}[s.res.SkippedBinary == 1]))
 	}
 	if s.found == 0 && !s.noIgnore && s.res.Ignored > 0 {
 		notes = append(notes, fmt.Sprintf("%s excluded by .gitignore %s not searched; set no_ignore to include them",
@@ -208,11 +261,15 @@ func (s *searchSummary) render(head, body string) string {
 
 func (s *searchSummary) evidence() map[string]any {
 	return map[string]any{
-		s.what:           s.found,
-		"shown":          s.shown,
-		"truncated":      s.res.Truncated || s.shown < s.found,
-		"partial":        s.res.Partial,
-		"files_searched": s.res.FilesSearched,
-		"skipped_hidden": s.hiddenSkipped(),
+		s.what:                 s.found,
+		"shown":                s.shown,
+		"truncated":            s.res.Truncated || s.shown < s.found,
+		"partial":              s.res.Partial,
+		"total":                s.res.Total,
+		"files_searched":       s.res.FilesSearched,
+		"skipped_hidden_files": s.res.SkippedHiddenFiles,
+		"skipped_binary":       s.res.SkippedBinary,
+		"ignored":              s.res.Ignored,
+		"skipped_hidden":       s.hiddenSkipped(),
 	}
 }

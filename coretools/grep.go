@@ -40,7 +40,7 @@ const grepSchema = `{
     "include": {"type": "array", "maxItems": 20, "items": {"type": "string"}, "description": "Search only files whose path (relative to path) matches one of these globs, e.g. [\"**/*.go\"]."},
     "exclude": {"type": "array", "maxItems": 20, "items": {"type": "string"}, "description": "Skip files and directories matching any of these globs."},
     "context": {"type": "integer", "minimum": 0, "maximum": %d, "description": "Lines of context to show before and after each match (0 to %d). Default 0."},
-    "include_hidden": {"type": "boolean", "description": "Also descend into directories whose name starts with a dot (.git never). Default false."},
+    "include_hidden": {"type": "boolean", "description": "Also search files and directories whose name starts with a dot (.git never). Default false."},
     "no_ignore": {"type": "boolean", "description": "Also search files and directories excluded by .gitignore. Default false."},
     "max_results": {"type": "integer", "minimum": 1, "maximum": %d, "description": "Stop after this many matching lines (default and maximum %d)."}
   },
@@ -63,6 +63,7 @@ func (f *fsTools) grep(ctx context.Context, call *tool.Call) (*tool.Result, erro
 	if err != nil {
 		return nil, err
 	}
+	in.Path = fsPathArg(in.Path)
 	maxResults := fsCapAt(in.MaxResults, f.opts.SearchMaxResults)
 	res, err := f.search(ctx, "grep", sandbox.SearchRequest{
 		Mode: sandbox.ModeGrep, Pattern: in.Pattern, Path: in.Path,
@@ -147,7 +148,7 @@ func formatMatches(ms []sandbox.Match, re *regexp.Regexp, lineChars, outChars in
 		if i > 0 && !out.line("") {
 			break
 		}
-		if !out.line(ms[i].Path) {
+		if !out.line(fsShowPath(ms[i].Path)) {
 			break
 		}
 		full := false

@@ -45,6 +45,7 @@ func (f *fsTools) ls(ctx context.Context, call *tool.Call) (*tool.Result, error)
 	if err != nil {
 		return nil, err
 	}
+	in.Path = fsPathArg(in.Path)
 	if err := f.checkDenied(ctx, "ls", in.Path); err != nil {
 		return nil, err
 	}
@@ -97,22 +98,23 @@ func formatList(reqPath string, res *sandbox.ListResult, maxEntries, outChars in
 	shown := 0
 	for _, e := range res.Entries {
 		var line string
+		name := fsShowPath(strings.TrimSuffix(e.Path, "/"))
 		switch e.Type {
 		case sandbox.TypeDir:
-			line = strings.TrimSuffix(e.Path, "/") + "/"
+			line = name + "/"
 		case sandbox.TypeSymlink:
-			line = e.Path + "@  (symlink, not followed)"
+			line = name + "@  (symlink, not followed)"
 		case sandbox.TypeOther:
-			line = e.Path + "  (special file)"
+			line = name + "  (special file)"
 		default:
-			line = e.Path + "  (" + fsPlural(int(e.Size), "byte", "bytes") + ")"
+			line = name + "  (" + fsPlural(int(e.Size), "byte", "bytes") + ")"
 		}
 		if !out.line(line) {
 			break
 		}
 		shown++
 	}
-	where := reqPath
+	where := fsShowPath(reqPath)
 	if where == "" {
 		where = "."
 	}

@@ -55,6 +55,7 @@ func (f *fsTools) readFile(ctx context.Context, call *tool.Call) (*tool.Result, 
 	if err != nil {
 		return nil, err
 	}
+	in.Path = fsPathArg(in.Path) // a name as ls, glob and grep print it (pathquote.go)
 	if err := f.checkDenied(ctx, "read_file", in.Path); err != nil {
 		return nil, err
 	}

@@ -57,7 +57,8 @@ type Sandbox struct {
 	given   string     // absolute as given to New, before resolving symlinks
 	writeMu sync.Mutex // serializes Write and Edit (read-modify-write)
 
-	lineByLine bool // grep never scans whole buffers (tests compare both ways)
+	lineByLine  bool // grep never scans whole buffers (tests compare both ways)
+	noPrefilter bool // grep matches every line with the regexp (tests compare both ways)
 
 	// The stale temporary file sweep (tempfiles.go); sweepDone is nil
 	// when it was not started.

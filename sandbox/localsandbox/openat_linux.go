@@ -19,10 +19,10 @@ var errNotRegular = errors.New("not a regular file")
 
 // openAt opens name, a single entry of the directory dirfd, for reading:
 // O_NOFOLLOW so a symlink swapped in since the directory was read is not
-// followed, O_NONBLOCK so a FIFO swapped in does not block, and the open
-// file must be regular. It returns the size in bytes and the modification
-// time from fstat(2) on the open file.
-func openAt(dirfd int, name string) (fd int, size int64, mod time.Time, err error) {
+// followed, O_NONBLOCK so a FIFO or terminal swapped in does not block (a
+// read of one fails at once). Nothing is stat'ed here: most files grep
+// reads do not match, and a file that does is checked by fdModTime.
+func openAt(dirfd int, name string) (fd int, err error) {
 	for {
 		fd, err = syscall.Openat(dirfd, name, syscall.O_RDONLY|syscall.O_CLOEXEC|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 		if err != syscall.EINTR {
@@ -30,18 +30,23 @@ func openAt(dirfd int, name string) (fd int, size int64, mod time.Time, err erro
 		}
 	}
 	if err != nil {
-		return -1, 0, time.Time{}, err
+		return -1, err
 	}
+	return fd, nil
+}
+
+// fdModTime returns the modification time of the open file fd, and an
+// error when it is not a regular file (anything else swapped in since the
+// directory was read is never reported).
+func fdModTime(fd int) (time.Time, error) {
 	var st syscall.Stat_t
 	if err := syscall.Fstat(fd, &st); err != nil {
-		syscall.Close(fd)
-		return -1, 0, time.Time{}, err
+		return time.Time{}, err
 	}
 	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
-		syscall.Close(fd)
-		return -1, 0, time.Time{}, errNotRegular
+		return time.Time{}, errNotRegular
 	}
-	return fd, st.Size, time.Unix(st.Mtim.Unix()), nil
+	return time.Unix(st.Mtim.Unix()), nil
 }
 
 func closeFd(fd int) { syscall.Close(fd) }

@@ -10,8 +10,12 @@ import (
 // rawOpen is false here: grep opens files through os.Root.
 const rawOpen = false
 
-func openAt(int, string) (int, int64, time.Time, error) {
-	return -1, 0, time.Time{}, errors.New("openAt is only used on linux")
+func openAt(int, string) (int, error) {
+	return -1, errors.New("openAt is only used on linux")
+}
+
+func fdModTime(int) (time.Time, error) {
+	return time.Time{}, errors.New("fdModTime is only used on linux")
 }
 
 func closeFd(int) {}

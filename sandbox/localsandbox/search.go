@@ -41,11 +41,16 @@ import (
 // a file symlink is searched only when it resolves to a regular file inside
 // the workspace that Exclude does not exclude (matched against the target's
 // workspace-relative path), so nothing outside is ever reported. ".git" is never
-// entered. Unless NoIgnore, .gitignore files (the workspace's
+// entered by the walk (a req.Path inside it is searched; the file tools
+// refuse one). Unless NoIgnore, .gitignore files (the workspace's
 // .git/info/exclude, those of req.Path's ancestors, and nested ones met on
 // the way) prune ignored directories before the walk enters them; a
 // req.Path that is itself ignored is searched, with only the rules below
-// it. Dot-entries below req.Path are skipped unless IncludeHidden: skipped
+// it. Dot-entries below req.Path are skipped unless IncludeHidden or a
+// pattern names them: a segment of the glob or of an Include glob that
+// starts with "." matches hidden names at its place (".github/**" at the
+// top, "**/.eslintrc.json" at any depth; "*" never matches a leading dot);
+// skipped
 // directories are listed in SkippedHidden and skipped files counted in
 // SkippedHiddenFiles, so "0 matches" never reads as a complete search
 // (BH-015); req.Path itself may be hidden (".github"). Grep skips files
@@ -107,10 +112,18 @@ func (s *Sandbox) Search(ctx context.Context, req sandbox.SearchRequest) (*sandb
 			return nil, bad(fmt.Sprintf("regular expression %q does not compile", req.Pattern), err)
 		}
 		sr.re = re
-		if req.ContextLines == 0 && !s.lineByLine && !strings.Contains(expr, `\A`) && !strings.Contains(expr, `\z`) {
+		if !s.noPrefilter {
+			sr.pf = newPrefilter(expr)
+		}
+		switch {
+		case req.ContextLines > 0 || s.lineByLine:
+		case sr.pf != nil:
+			sr.whole = true // lines holding a needle are matched one by one
+		case !strings.Contains(expr, `\A`) && !strings.Contains(expr, `\z`):
 			// Whole-buffer scans need ^ and $ at line boundaries; \A and \z
 			// mean the line's ends only line by line, so they stay there.
 			sr.reFast = regexp.MustCompile("(?m)" + expr)
+			sr.whole = true
 		}
 	default:
 		return nil, bad(fmt.Sprintf("unknown search mode %q (want %q or %q)", req.Mode, sandbox.ModeGlob, sandbox.ModeGrep), nil)
@@ -119,6 +132,14 @@ func (s *Sandbox) Search(ctx context.Context, req sandbox.SearchRequest) (*sandb
 		if !doublestar.ValidatePattern(g) {
 			return nil, bad(fmt.Sprintf("include/exclude glob %q does not compile", g), nil)
 		}
+	}
+
+	sr.include, sr.exclude = newGlobSet(req.Include), newGlobSet(req.Exclude)
+	if sr.glob != "" {
+		sr.dotSegs = dotSegments(sr.glob, false, req.IgnoreCase, sr.dotSegs)
+	}
+	for _, g := range req.Include {
+		sr.dotSegs = dotSegments(g, !strings.Contains(g, "/"), false, sr.dotSegs)
 	}
 
 	r, err := s.resolve(op, req.Path, followFinal)
@@ -135,7 +156,7 @@ func (s *Sandbox) Search(ctx context.Context, req sandbox.SearchRequest) (*sandb
 		if !fi.Mode().IsRegular() {
 			return nil, &sandbox.PathError{Op: op, Path: r.display, Reason: "not a regular file", Err: sandbox.ErrUnsupported}
 		}
-		sr.file(func() (*os.File, error) { return s.root.Open(r.rel) }, nil, r.display, path.Base(r.rel), fi.ModTime(), fi.Size())
+		sr.file(nil, func() (*os.File, error) { return s.root.Open(r.rel) }, r.display, path.Base(r.rel), fi.ModTime(), fi.Size())
 	} else {
 		var ign []gitignore.Pattern
 		if !req.NoIgnore {
@@ -145,9 +166,6 @@ func (s *Sandbox) Search(ctx context.Context, req sandbox.SearchRequest) (*sandb
 		if err != nil {
 			return nil, s.pathErr(op, r.display, err)
 		}
-		if sr.re != nil {
-			sr.pool = newGrepPool(sr, grepWorkers())
-		}
 		sr.queue.cond.L = &sr.queue.mu
 		sr.queue.tasks = append(sr.queue.tasks, dirTask{dir: dir, rel: r.rel, ign: ign})
 		var walkers sync.WaitGroup
@@ -156,9 +174,6 @@ func (s *Sandbox) Search(ctx context.Context, req sandbox.SearchRequest) (*sandb
 		}
 		sr.walkLoop()
 		walkers.Wait()
-		if sr.pool != nil {
-			sr.pool.wait()
-		}
 		// Walkers finish in any order: list hidden directories as a
 		// one-goroutine walk would meet them.
 		slices.SortFunc(sr.res.SkippedHidden, comparePaths)
@@ -175,18 +190,22 @@ type searcher struct {
 
 	glob      string
 	globParts []string // nil: no directory pruning
+	include   globSet
+	exclude   globSet
+	dotSegs   []dotSegment // pattern segments that name hidden entries
 	re        *regexp.Regexp
 
 	rootDisplay string
 
-	reFast *regexp.Regexp // re in multi-line mode for whole-buffer scans; nil: line by line only
+	reFast *regexp.Regexp // re in multi-line mode for whole-buffer scans without pf
+	pf     *prefilter     // lines that may match re; nil: every line may
+	whole  bool           // small files are scanned as one buffer (scanWhole)
 
 	res      *sandbox.SearchResult
 	mu       sync.Mutex // guards files, retained and res while walkers and grep workers run
 	files    []*fileRes
 	retained int // matches (grep) or files (glob) held in files
 	stopped  atomic.Bool
-	pool     *grepPool // nil: grep in the walking goroutine
 
 	queue walkQueue // directories waiting for a walking goroutine
 }
@@ -231,6 +250,15 @@ type walker struct {
 	hiddenFiles int
 	hidden      []string
 	found       []*fileRes
+	gw          *grepWorker // grep: searches the files this walker meets; nil until the first
+}
+
+// grepper returns the walker's grep worker.
+func (w *walker) grepper() *grepWorker {
+	if w.gw == nil {
+		w.gw = newGrepWorker(w.sr)
+	}
+	return w.gw
 }
 
 // walkQueue holds the directories found and not yet walked, taken last
@@ -315,6 +343,9 @@ func (w *walker) run(t dirTask) {
 
 // flush merges w's counts and hits into the searcher.
 func (w *walker) flush() {
+	if w.gw != nil {
+		w.gw.flush()
+	}
 	sr := w.sr
 	sr.mu.Lock()
 	defer sr.mu.Unlock()
@@ -348,8 +379,8 @@ func (w *walker) walk(dir *dirHandle, rel, sub string, depth int, ign []gitignor
 	}
 	ents, _ := dir.readDir(&w.buf)
 	dirFd := -1
-	if sr.pool != nil && rawOpen {
-		dirFd = dir.grepFd() // grep jobs open their files relative to it
+	if sr.re != nil && rawOpen {
+		dirFd = dir.grepFd() // grep opens the files relative to it
 	}
 	if !sr.req.NoIgnore {
 		for _, e := range ents {
@@ -386,7 +417,7 @@ func (w *walker) walk(dir *dirHandle, rel, sub string, depth int, ign []gitignor
 			// excluded file (such as a denied .env) into the results.
 			if len(sr.req.Exclude) > 0 {
 				real, err := sr.s.resolve(sandbox.OpSearch, childRel, followFinal)
-				if err != nil || matchAny(sr.req.Exclude, real.rel) {
+				if err != nil || sr.exclude.match(real.rel) {
 					return false
 				}
 			}
@@ -398,7 +429,7 @@ func (w *walker) walk(dir *dirHandle, rel, sub string, depth int, ign []gitignor
 			w.ignored++
 			return false
 		}
-		if strings.HasPrefix(name, ".") && !sr.req.IncludeHidden {
+		if strings.HasPrefix(name, ".") && !sr.req.IncludeHidden && !sr.namesHidden(childSub, name) {
 			if isDir {
 				w.hidden = append(w.hidden, joinDisplay(sr.rootDisplay, childSub))
 			} else {
@@ -406,7 +437,7 @@ func (w *walker) walk(dir *dirHandle, rel, sub string, depth int, ign []gitignor
 			}
 			return false
 		}
-		if matchAny(sr.req.Exclude, childSub) {
+		if sr.exclude.match(childSub) {
 			return false
 		}
 		if isDir {
@@ -419,7 +450,7 @@ func (w *walker) walk(dir *dirHandle, rel, sub string, depth int, ign []gitignor
 			sr.queue.push(dirTask{parent: sd, name: name, rel: childRel, sub: childSub, depth: depth + 1, ign: ign})
 			return false
 		}
-		if len(sr.req.Include) > 0 && !matchAny(sr.req.Include, childSub) {
+		if len(sr.include) > 0 && !sr.include.match(childSub) {
 			return false
 		}
 		display := joinDisplay(sr.rootDisplay, childSub)
@@ -447,18 +478,17 @@ func (w *walker) walk(dir *dirHandle, rel, sub string, depth int, ign []gitignor
 		}
 		switch {
 		case linked != nil:
-			sr.file(func() (*os.File, error) { return sr.s.root.Open(childRel) }, nil, display, childSub, linked.ModTime(), linked.Size())
+			sr.file(w.grepper(), func() (*os.File, error) { return sr.s.root.Open(childRel) }, display, childSub, linked.ModTime(), linked.Size())
 		case dirFd >= 0:
-			// The grep worker opens it by name relative to this directory
-			// and takes size and modification time from that open file.
-			sd.refs.Add(1)
-			sr.pool.submit(grepJob{dirFd: dirFd, name: name, display: display, release: sd.release})
+			// Opened by name relative to this directory; the modification
+			// time comes from that open file.
+			w.grepper().run(grepJob{dirFd: dirFd, name: name, display: display, size: -1})
 		default:
 			mod, size, ok := dir.lstat(e)
 			if !ok {
 				return false
 			}
-			sr.file(func() (*os.File, error) { return dir.openFile(name) }, sd, display, childSub, mod, size)
+			sr.file(w.grepper(), func() (*os.File, error) { return dir.openFile(name) }, display, childSub, mod, size)
 		}
 		return false
 	}
@@ -476,6 +506,62 @@ func (w *walker) walk(dir *dirHandle, rel, sub string, depth int, ign []gitignor
 	}
 }
 
+// dotSegment is a segment of a glob pattern (the glob or an include glob)
+// that starts with "." and so names hidden entries: it matches the base
+// name of an entry depth components below the search root, or at any depth
+// when a "**" comes before it (depth -1). fold: matched lower-cased (a glob
+// under IgnoreCase).
+type dotSegment struct {
+	pat   string
+	depth int
+	fold  bool
+}
+
+// dotSegments appends the dot segments of glob to segs. base: the glob is
+// matched against base names (an include glob without "/"), so its
+// segment is one at any depth.
+func dotSegments(glob string, base, fold bool, segs []dotSegment) []dotSegment {
+	anyDepth := base
+	for i, p := range strings.Split(glob, "/") {
+		if strings.Contains(p, "**") {
+			anyDepth = true
+			continue
+		}
+		if strings.HasPrefix(p, ".") || strings.Contains(p, "{.") || strings.Contains(p, ",.") {
+			d := i
+			if anyDepth {
+				d = -1
+			}
+			segs = append(segs, dotSegment{pat: p, depth: d, fold: fold})
+		}
+	}
+	return segs
+}
+
+// namesHidden reports whether a pattern names the hidden entry name at sub
+// (relative to the search root) explicitly: a dot segment at its depth
+// matches it. Naming a hidden segment is asking for it (".github/**",
+// "**/.eslintrc.json"); "*" alone never matches a leading dot.
+func (sr *searcher) namesHidden(sub, name string) bool {
+	if len(sr.dotSegs) == 0 {
+		return false
+	}
+	depth := strings.Count(sub, "/")
+	for _, d := range sr.dotSegs {
+		if d.depth >= 0 && d.depth != depth {
+			continue
+		}
+		n := name
+		if d.fold {
+			n = strings.ToLower(n)
+		}
+		if ok, _ := doublestar.Match(d.pat, n); ok {
+			return true
+		}
+	}
+	return false
+}
+
 // globMatch reports whether sub (relative to the search root) matches the
 // glob.
 func (sr *searcher) globMatch(sub string) bool {
@@ -487,13 +573,11 @@ func (sr *searcher) globMatch(sub string) bool {
 }
 
 // file takes one regular file: for glob, one the walk already matched (a
-// single named file is matched here); for grep, one to search, handed to
-// the worker pool when there is one. size is in bytes, -1 when unknown.
-// held, when not nil, is the directory handle open goes through; a job
-// handed to the pool keeps it open until the file has been read.
-func (sr *searcher) file(open func() (*os.File, error), held *sharedDir, display, sub string, mod time.Time, size int64) {
+// single named file is matched here); for grep, one to search now with gw
+// (nil: a worker of its own). size is in bytes, -1 when unknown.
+func (sr *searcher) file(gw *grepWorker, open func() (*os.File, error), display, sub string, mod time.Time, size int64) {
 	if sr.re == nil {
-		if sr.pool == nil && display == sr.rootDisplay { // a single named file
+		if display == sr.rootDisplay { // a single named file
 			sr.res.FilesSearched++
 			if !sr.globMatch(sub) {
 				return
@@ -504,17 +588,11 @@ func (sr *searcher) file(open func() (*os.File, error), held *sharedDir, display
 		return
 	}
 	j := grepJob{open: open, display: display, mod: mod, size: size}
-	if sr.pool != nil {
-		if held != nil {
-			held.refs.Add(1)
-			j.release = held.release
-		}
-		sr.pool.submit(j)
-		return
+	if gw == nil {
+		gw = newGrepWorker(sr)
+		defer gw.flush()
 	}
-	w := newGrepWorker(sr)
-	w.run(j)
-	w.flush()
+	gw.run(j)
 }
 
 // add keeps a hit and, when too much is held, drops what the final cut to
@@ -612,15 +690,62 @@ func (sr *searcher) globCanDescend(sub string) bool {
 	return true
 }
 
-// matchAny matches sub, or its base name for a pattern without "/",
-// against doublestar globs.
-func matchAny(globs []string, sub string) bool {
+// globSet is a list of doublestar globs, each matched against a path
+// relative to the search root or, when it holds no "/", against the path's
+// base name. The common shapes of a name pattern (a plain name, "*.pem",
+// ".env.*") are compared directly: the walk tests every entry against the
+// denied paths, and doublestar.Match re-reads its pattern on every call.
+type globSet []globMatcher
+
+type globMatcher struct {
+	glob  string
+	base  bool   // matched against the base name
+	shape byte   // '=' the whole name, '*' a suffix ("*lit"), '^' a prefix ("lit*"), 0 doublestar
+	lit   string // the literal part for '=', '*' and '^'
+}
+
+func newGlobSet(globs []string) globSet {
+	gs := make(globSet, 0, len(globs))
 	for _, g := range globs {
-		target := sub
-		if !strings.Contains(g, "/") {
-			target = path.Base(sub)
+		m := globMatcher{glob: g, base: !strings.Contains(g, "/")}
+		if m.base {
+			const meta = `*?[]{}\`
+			switch {
+			case !strings.ContainsAny(g, meta):
+				m.shape, m.lit = '=', g
+			case len(g) > 1 && g[0] == '*' && !strings.ContainsAny(g[1:], meta):
+				m.shape, m.lit = '*', g[1:]
+			case len(g) > 1 && g[len(g)-1] == '*' && !strings.ContainsAny(g[:len(g)-1], meta):
+				m.shape, m.lit = '^', g[:len(g)-1]
+			}
 		}
-		if ok, _ := doublestar.Match(g, target); ok {
+		gs = append(gs, m)
+	}
+	return gs
+}
+
+func (gs globSet) match(sub string) bool {
+	if len(gs) == 0 {
+		return false
+	}
+	base := path.Base(sub)
+	for _, g := range gs {
+		target := sub
+		if g.base {
+			target = base
+		}
+		var ok bool
+		switch g.shape {
+		case '=':
+			ok = target == g.lit
+		case '*':
+			ok = strings.HasSuffix(target, g.lit)
+		case '^':
+			ok = strings.HasPrefix(target, g.lit)
+		default:
+			ok, _ = doublestar.Match(g.glob, target)
+		}
+		if ok {
 			return true
 		}
 	}
@@ -724,13 +849,24 @@ func ignored(ign []gitignore.Pattern, rel string, isDir bool) bool {
 // binary). A file of at most fastScanBytes with no CR byte is scanned as
 // one buffer (scanWhole); anything else line by line with a bounded buffer.
 func (w *grepWorker) grep(j grepJob) *fileRes {
-	sr := w.sr
-	f, size, mod, closeFile, err := j.openFile()
+	f, modTime, closeFile, err := j.openFile()
 	if err != nil {
 		return nil
 	}
 	defer closeFile()
-	j.size, j.mod = size, mod
+	fr := w.grepOpen(j, f)
+	if fr == nil || fr.count == 0 {
+		return fr
+	}
+	if fr.mod, err = modTime(); err != nil {
+		return nil
+	}
+	return fr
+}
+
+// grepOpen searches the open file f of j (see grep); fr.mod is left unset.
+func (w *grepWorker) grepOpen(j grepJob, f io.Reader) *fileRes {
+	sr := w.sr
 	head := w.head
 	n, err := io.ReadFull(f, head)
 	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
@@ -742,9 +878,9 @@ func (w *grepWorker) grep(j grepJob) *fileRes {
 		w.binary++
 		return nil
 	}
-	fr := &fileRes{path: j.display, mod: j.mod}
+	fr := &fileRes{path: j.display}
 	var rest io.Reader = f
-	if sr.reFast != nil && n == len(w.head) && j.size >= 0 && j.size <= fastScanBytes {
+	if sr.whole && n == len(w.head) && j.size <= fastScanBytes {
 		// Read the whole file (it may have grown: at most fastScanBytes+1).
 		whole := append(w.whole[:0], head...)
 		for len(whole) <= fastScanBytes {
@@ -763,7 +899,7 @@ func (w *grepWorker) grep(j grepJob) *fileRes {
 			return fr
 		}
 		rest = io.MultiReader(bytes.NewReader(whole[len(head):]), f)
-	} else if sr.reFast != nil && n < len(w.head) && bytes.IndexByte(head, '\r') < 0 {
+	} else if sr.whole && n < len(w.head) && bytes.IndexByte(head, '\r') < 0 {
 		w.scanWhole(head, fr) // a small file: all of it is in head
 		return fr
 	}
@@ -804,7 +940,7 @@ func (w *grepWorker) grep(j grepJob) *fileRes {
 		}
 		if rerr == bufio.ErrBufferFull {
 			if len(buf) >= window {
-				if !matched {
+				if !matched && (sr.pf == nil || sr.pf.contains(buf)) {
 					if loc := sr.re.FindIndex(buf); loc != nil {
 						matched = true
 						m = sr.clip(buf, loc, dropped)
@@ -830,7 +966,7 @@ func (w *grepWorker) grep(j grepJob) *fileRes {
 		}
 		lineNo++
 		chars := dropped + countChars(buf)
-		if !matched {
+		if !matched && (sr.pf == nil || sr.pf.contains(buf)) {
 			if loc := sr.re.FindIndex(buf); loc != nil {
 				matched = true
 				m = sr.clip(buf, loc, dropped)

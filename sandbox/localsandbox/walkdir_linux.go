@@ -171,8 +171,12 @@ func (d *dirHandle) lstat(e dirEnt) (mod time.Time, size int64, ok bool) {
 // openFile opens name, a regular file that is a single entry of d, without
 // following symlinks.
 func (d *dirHandle) openFile(name string) (*os.File, error) {
-	fd, _, _, err := openAt(d.fd, name)
+	fd, err := openAt(d.fd, name)
 	if err != nil {
+		return nil, err
+	}
+	if _, err := fdModTime(fd); err != nil {
+		syscall.Close(fd)
 		return nil, err
 	}
 	return os.NewFile(uintptr(fd), name), nil
