@@ -137,6 +137,11 @@ type common struct {
 	// serveEarly bounds the wait for MCP servers at start-up by
 	// mcp.startupWait (aibuddy mcp); otherwise every server is waited for.
 	serveEarly bool
+	// sweepTemps has the local sandbox remove, in the background, the
+	// temporary files of writes killed mid-way (aibuddy mcp and run: a
+	// long-lived session). A one-shot command (call, tools) does not walk
+	// the workspace for them.
+	sweepTemps bool
 }
 
 // DefaultMCPStartupWait is how long `aibuddy mcp` waits for MCP servers
@@ -244,7 +249,8 @@ func (c *common) resolve(ctx context.Context, o *Options) (*run, error) {
 	}
 	sb, err := sandboxes.New(sandbox.Kind(r.cfg.Sandbox.Kind), sandboxes.Options{
 		Workspace: ws, Local: &localsandbox.Options{Shell: r.cfg.Sandbox.Shell,
-			KillDelay: r.cfg.Sandbox.KillDelay.D(), DrainGrace: r.cfg.Sandbox.DrainGrace.D()}})
+			KillDelay: r.cfg.Sandbox.KillDelay.D(), DrainGrace: r.cfg.Sandbox.DrainGrace.D(),
+			NoTempSweep: !c.sweepTemps}})
 	if err != nil {
 		return nil, usageErr("%v", err)
 	}

@@ -25,7 +25,7 @@ import (
 )
 
 func newMCP(o *Options) *cobra.Command {
-	c := common{serveEarly: true}
+	c := common{serveEarly: true, sweepTemps: true}
 	var httpAddr string
 	cmd := &cobra.Command{
 		Use:   "mcp",

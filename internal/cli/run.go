@@ -68,7 +68,7 @@ func newModel(s modelSpec, logger *slog.Logger) (provider.Model, error) {
 }
 
 func newRun(o *Options) *cobra.Command {
-	var c common
+	c := common{sweepTemps: true}
 	var providerName, modelName, baseURL, nativeToolSearch string
 	var maxSteps int
 	cmd := &cobra.Command{
