@@ -53,6 +53,18 @@ type Options struct {
 	// [DefaultInheritEnv]. A server never sees the host's other variables
 	// (API keys, tokens), as with the TypeScript SDK's default environment.
 	InheritEnv []string
+	// MaxSchemaDepth bounds the nesting of one tool's input schema, in
+	// levels of JSON objects and arrays (the top-level object is level 1);
+	// a deeper schema is quarantined at intake with the reason. Default
+	// tool.DefaultMaxSchemaDepth (128).
+	MaxSchemaDepth int
+	// CompileSchemas compiles every tool's input schema at intake, so that
+	// a schema the compiler rejects is quarantined at once (what
+	// `aibuddy tools` shows). By default intake checks schemas
+	// structurally (tool.CheckSchema) and each tool compiles its schema
+	// when it is first activated or called: with thousands of tools,
+	// compiling them all held start-up for seconds (issue 10).
+	CompileSchemas bool
 	// HTTPClient is used for http and sse servers; its Transport is wrapped
 	// to add each server's configured headers. Default: a client with its
 	// own transport, whose idle connections Close closes.
@@ -294,10 +306,11 @@ func (m *Manager) Servers() []ServerStatus {
 	defer m.mu.Unlock()
 	out := make([]ServerStatus, 0, len(m.conns))
 	for _, c := range m.conns {
+		late := c.unusableLocked()
 		s := ServerStatus{
 			Name: c.cfg.Name, Type: c.cfg.Type, State: c.state, Error: c.err,
-			ToolsOffered: c.offered, ToolsLoaded: len(c.tools),
-			Quarantined: append(append([]Quarantine(nil), c.quarantined...), c.collided...),
+			ToolsOffered: c.offered, ToolsLoaded: len(c.tools) - len(late),
+			Quarantined: append(append(append([]Quarantine(nil), c.quarantined...), c.collided...), late...),
 			Repairs:     append([]Repair(nil), c.repairs...),
 			Elapsed:     c.elapsed, ServerInfo: c.info,
 		}
@@ -317,8 +330,37 @@ func (m *Manager) Tools() map[string][]*tool.Tool {
 	defer m.mu.Unlock()
 	out := map[string][]*tool.Tool{}
 	for _, c := range m.conns {
-		if c.state == StateConnected {
-			out[c.cfg.Name] = append([]*tool.Tool(nil), c.tools...)
+		if c.state != StateConnected {
+			continue
+		}
+		ts := make([]*tool.Tool, 0, len(c.tools))
+		for _, t := range c.tools {
+			if _, err := t.Compiled(); err == nil {
+				ts = append(ts, t)
+			}
+		}
+		out[c.cfg.Name] = ts
+	}
+	return out
+}
+
+// unusableLocked lists the loaded tools whose schema failed to compile at
+// their first activation or call, as quarantines. m.mu must be held.
+func (c *conn) unusableLocked() []Quarantine {
+	var out []Quarantine
+	for _, t := range c.tools {
+		if _, err := t.Compiled(); err != nil {
+			orig := c.defined[t.Name()].cand.orig
+			var de *tool.DefinitionError
+			msg := err.Error()
+			if errors.As(err, &de) {
+				msg = de.Keyword + ": " + de.Msg
+				if strings.Contains(de.Msg, de.Keyword) {
+					msg = de.Msg
+				}
+			}
+			out = append(out, Quarantine{Tool: orig, Err: err,
+				Reason: fmt.Sprintf("server %q tool %q: input schema rejected when the tool was first used: %s", c.cfg.Name, orig, msg)})
 		}
 	}
 	return out
@@ -528,7 +570,7 @@ func (m *Manager) rebuildLocked() {
 				defined[name] = d
 			} else {
 				t, err := tool.Define(tool.Spec{Name: name, Description: cd.description, InputSchema: cd.schema,
-					Annotations: cd.annotations, Handler: c.handler(cd.orig)})
+					Annotations: cd.annotations, Handler: c.handler(cd.orig), CompileOnUse: true})
 				if err != nil { // the schema passed tool.Compile in intake; only the unexpected lands here
 					c.collided = append(c.collided, Quarantine{Tool: cd.orig,
 						Reason: fmt.Sprintf("server %q tool %q: %v", c.cfg.Name, cd.orig, err), Err: err})
@@ -669,7 +711,10 @@ func (c *conn) listTools(ctx context.Context, sess *mcp.ClientSession) ([]*mcp.T
 
 // applyListLocked runs intake over a fresh tools/list. m.mu must be held.
 func (c *conn) applyListLocked(list []*mcp.Tool) {
-	cands, repairs, quar := intake(c.cfg.Name, list)
+	cands, repairs, quar := intake(c.cfg.Name, list, intakeOptions{
+		check:   &tool.CheckOptions{MaxDepth: c.m.opts.MaxSchemaDepth},
+		compile: c.m.opts.CompileSchemas,
+	})
 	c.excludedMu.Lock()
 	quar = append(quar, c.excluded...)
 	c.excludedMu.Unlock()

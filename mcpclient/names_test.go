@@ -102,7 +102,7 @@ func FuzzPrepareSchema(f *testing.F) {
 		if json.Unmarshal([]byte(s), &v) != nil {
 			return
 		}
-		raw, _, err := prepareSchema(v)
+		raw, _, err := prepareSchema(v, intakeOptions{})
 		if err != nil {
 			return
 		}

@@ -35,9 +35,15 @@ type candidate struct {
 	annotations *tool.Annotations
 }
 
+// intakeOptions are the Options that bear on schema intake.
+type intakeOptions struct {
+	check   *tool.CheckOptions
+	compile bool // compile every schema at intake (Options.CompileSchemas)
+}
+
 // intake checks every tool of one server's tools/list on its own. It never
 // fails as a whole: each tool is a candidate or a quarantine.
-func intake(server string, list []*mcp.Tool) ([]candidate, []Repair, []Quarantine) {
+func intake(server string, list []*mcp.Tool, o intakeOptions) ([]candidate, []Repair, []Quarantine) {
 	var (
 		cands   []candidate
 		repairs []Repair
@@ -57,7 +63,7 @@ func intake(server string, list []*mcp.Tool) ([]candidate, []Repair, []Quarantin
 			continue
 		}
 		seen[t.Name] = true
-		schema, fixes, err := prepareSchema(t.InputSchema)
+		schema, fixes, err := prepareSchema(t.InputSchema, o)
 		if err != nil {
 			quar = append(quar, Quarantine{Tool: t.Name, Reason: reason(err.Error()), Err: err})
 			continue
@@ -119,8 +125,12 @@ func (e *SchemaError) Error() string { return e.Msg }
 func (e *SchemaError) Unwrap() error { return e.Err }
 
 // prepareSchema applies the safe repairs to an MCP inputSchema (decoded by
-// the SDK as generic JSON) and checks it with tool.Compile. It returns the
-// schema to define the tool with and what was repaired, or a *SchemaError.
+// the SDK as generic JSON) and checks it with tool.CheckSchema: depth,
+// top-level type, local references that resolve, no reference cycle that
+// never ends, keyword shapes (or with tool.CompileWith when o.compile is
+// set). The full compile of a schema that passes happens when the tool is
+// first activated or called (tool.Spec.CompileOnUse). It returns the schema
+// to define the tool with and what was repaired, or a *SchemaError.
 //
 // Repairs (each meaning-preserving, since MCP arguments are always a JSON
 // object): an absent, null or empty schema becomes {"type":"object"}; a
@@ -131,7 +141,7 @@ func (e *SchemaError) Unwrap() error { return e.Err }
 // $defs, is kept as the server sent it (BH-031, BH-034). The result is
 // re-encoded from the SDK's decoded form: object keys come out sorted and
 // numbers pass through float64 (integers beyond 2^53 lose precision).
-func prepareSchema(in any) (json.RawMessage, []string, error) {
+func prepareSchema(in any, o intakeOptions) (json.RawMessage, []string, error) {
 	var fixes []string
 	if in == nil {
 		return json.RawMessage(`{"type":"object"}`), []string{`no input schema; used {"type":"object"}`}, nil
@@ -142,6 +152,12 @@ func prepareSchema(in any) (json.RawMessage, []string, error) {
 			return nil, nil, &SchemaError{Keyword: "inputSchema", Msg: "input schema is not valid JSON: " + err.Error(), Err: err}
 		}
 		in = v
+	}
+	// Bound the depth before anything walks the schema (BH: a schema
+	// nested 2,000 levels deep took the compiler minutes).
+	if err := tool.CheckDepth(in, o.check); err != nil {
+		return nil, nil, &SchemaError{Keyword: "depth", Msg: "input schema rejected: " + err.Error() +
+			"; the limit is the setting mcp.maxSchemaDepth", Err: err}
 	}
 	m, ok := in.(map[string]any)
 	if !ok {
@@ -186,7 +202,13 @@ func prepareSchema(in any) (json.RawMessage, []string, error) {
 	if err != nil {
 		return nil, nil, &SchemaError{Keyword: "inputSchema", Msg: "input schema cannot be encoded: " + err.Error(), Err: err}
 	}
-	if _, keyword, err := tool.Compile(raw); err != nil {
+	var keyword string
+	if o.compile {
+		_, keyword, err = tool.CompileWith(raw, o.check)
+	} else {
+		keyword, err = tool.CheckSchema(m, o.check)
+	}
+	if err != nil {
 		msg := err.Error()
 		if keyword != "" && !strings.Contains(msg, keyword) {
 			msg = "at " + keyword + ": " + msg

@@ -117,6 +117,10 @@ type common struct {
 	// serveEarly bounds the wait for MCP servers at start-up by
 	// mcp.startupWait (aibuddy mcp); otherwise every server is waited for.
 	serveEarly bool
+	// compileSchemas compiles every MCP tool's schema at intake (aibuddy
+	// tools shows each one the compiler rejects as quarantined); otherwise
+	// a tool compiles at its first activation or call.
+	compileSchemas bool
 }
 
 // DefaultMCPStartupWait is how long `aibuddy mcp` waits for MCP servers
@@ -307,7 +311,8 @@ func (c *common) resolve(ctx context.Context, o *Options) (*run, error) {
 		r.mcp = mcpclient.Start(ctx, servers, &mcpclient.Options{
 			InitTimeout: r.cfg.MCP.InitTimeout.D(), CallTimeout: r.cfg.MCP.CallTimeout.D(),
 			InheritEnv: append(append([]string(nil), mcpclient.DefaultInheritEnv...), r.cfg.MCP.InheritEnv...),
-			Logger:     r.logger, ClientName: "aibuddy", ClientVersion: Version})
+			Logger:     r.logger, ClientName: "aibuddy", ClientVersion: Version,
+			CompileSchemas: c.compileSchemas})
 		wait := ctx
 		d := r.cfg.MCP.StartupWait.D()
 		if d == 0 {
