@@ -109,3 +109,55 @@ func TestIntakeNeverCompiles(t *testing.T) {
 		}
 	}
 }
+
+// Issue 10, item 2: "properties": null (a tool without parameters, as some
+// generators write it) and the other keywords null can only mean absent in
+// are removed and recorded as repairs, not quarantined; null stays where it
+// is a value (default, const).
+func TestNullKeywordsMeanAbsent(t *testing.T) {
+	schemas := map[string]string{
+		"no_params":  `{"type":"object","properties":null}`,
+		"null_type":  `{"type":null,"properties":null,"required":null}`,
+		"nested":     `{"type":"object","properties":{"opts":{"type":"object","properties":null,"description":null}},"required":["opts"]}`,
+		"null_value": `{"type":"object","properties":{"v":{"type":["string","null"],"default":null}}}`,
+	}
+	m := connect(t, nil, scriptedServer("nulls", "scripted", toolsJSON(schemas)))
+	st := status(t, m, "nulls")
+	if st.ToolsLoaded != 4 || len(st.Quarantined) != 0 {
+		t.Fatalf("%s; quarantined %v", st.Summary(), st.Quarantined)
+	}
+	repairs := map[string][]string{}
+	for _, r := range st.Repairs {
+		repairs[r.Tool] = append(repairs[r.Tool], r.What)
+	}
+	want := map[string][]string{
+		"no_params": {`removed "properties": null at the top level (null there means absent)`},
+		"null_type": {`added the missing top-level "type": "object"`,
+			`removed "properties": null at the top level (null there means absent)`,
+			`removed "required": null at the top level (null there means absent)`,
+			`removed "type": null at the top level (null there means absent)`},
+		"nested": {`removed "description": null at /properties/opts (null there means absent)`,
+			`removed "properties": null at /properties/opts (null there means absent)`},
+	}
+	for name, w := range want {
+		if strings.Join(repairs[name], "\n") != strings.Join(w, "\n") {
+			t.Errorf("%s repairs:\n%s\nwant:\n%s", name, strings.Join(repairs[name], "\n"), strings.Join(w, "\n"))
+		}
+	}
+	if len(repairs["null_value"]) != 0 {
+		t.Errorf("null as a value was repaired: %v", repairs["null_value"])
+	}
+	if s := string(findTool(t, m, "nulls", "nulls__null_value").InputSchema()); !strings.Contains(s, `"default":null`) {
+		t.Errorf("default null lost: %s", s)
+	}
+	// The repaired tools are callable and mean what the server meant.
+	if r := call(t, findTool(t, m, "nulls", "nulls__no_params"), `{}`); r.IsError || r.AllText() != "called no_params with {}" {
+		t.Errorf("no_params: %+v", r)
+	}
+	if r := call(t, findTool(t, m, "nulls", "nulls__nested"), `{}`); r.Stage != tool.Parameters || !strings.Contains(r.AllText(), "opts is required") {
+		t.Errorf("nested without opts: %+v", r)
+	}
+	if r := call(t, findTool(t, m, "nulls", "nulls__nested"), `{"opts":{"any":1}}`); r.IsError {
+		t.Errorf("nested: %+v", r)
+	}
+}
