@@ -78,6 +78,11 @@ type MCP struct {
 	// (bytes, one JSON-RPC line); a larger one is answered with a JSON-RPC
 	// error and skipped. Default 64 MiB.
 	MaxFrameBytes int64 `json:"maxFrameBytes,omitempty"`
+	// MaxSchemaDepth bounds the nesting of one MCP tool's input schema, in
+	// levels of JSON objects and arrays (the top-level object is level 1;
+	// each property level of a schema adds two). A deeper schema is
+	// quarantined with the reason, shown by `aibuddy tools`. Default 128.
+	MaxSchemaDepth int `json:"maxSchemaDepth,omitempty"`
 	// InheritEnv names host environment variables stdio MCP servers
 	// inherit in addition to the default set (HOME, PATH, USER, locale,
 	// proxies, ...; mcpclient.DefaultInheritEnv). Anything else reaches a
@@ -379,6 +384,7 @@ func (c *Config) validate() error {
 		"compaction.workers": int64(c.Compaction.Workers), "compaction.viewMaxChars": int64(c.Compaction.ViewMaxChars),
 		"compaction.viewMaxTokens": int64(c.Compaction.ViewMaxTokens), "compaction.viewMaxJSONBytes": c.Compaction.ViewMaxJSONBytes,
 		"agent.contextBudgetTokens": int64(c.Agent.ContextBudgetTokens),
+		"mcp.maxSchemaDepth":        int64(c.MCP.MaxSchemaDepth),
 	}
 	var bad []string
 	for k, v := range ints {

@@ -161,3 +161,100 @@ func TestNullKeywordsMeanAbsent(t *testing.T) {
 		t.Errorf("nested: %+v", r)
 	}
 }
+
+// nested is a schema whose property "a" nests n object levels deep.
+func nested(n int) string {
+	return strings.Repeat(`{"type":"object","properties":{"a":`, n) + `{"type":"string"}` + strings.Repeat(`}}`, n)
+}
+
+// Issue 10, item 3: one upstream schema nested 2,000 levels deep took the
+// compiler minutes (and the whole aibuddy mcp with it); schemas whose
+// $refs loop without ever reaching a value were listed and failed on every
+// call. Both are quarantined at intake with the reason, through a real
+// connection, while a legal recursive schema (a tree in $defs) loads and
+// validates nested values; every tool that loads is callable.
+func TestHostileSchemasQuarantined(t *testing.T) {
+	schemas := map[string]string{
+		"deep":       nested(2000),
+		"fine_depth": nested(40),
+		"self_root":  `{"type":"object","$ref":"#"}`,
+		"self_prop":  `{"type":"object","properties":{"a":{"$ref":"#/properties/a"}}}`,
+		"ping_pong": `{"type":"object","properties":{"a":{"$ref":"#/$defs/A"}},
+		  "$defs":{"A":{"$ref":"#/$defs/B"},"B":{"allOf":[{"$ref":"#/$defs/A"}]}}}`,
+		"tree": `{"type":"object","properties":{"root":{"$ref":"#/$defs/Node"}},"required":["root"],
+		  "$defs":{"Node":{"type":"object","properties":{"name":{"type":"string"},
+		    "kids":{"type":"array","items":{"$ref":"#/$defs/Node"}}},"required":["name"]}}}`,
+		"linked": `{"type":"object","properties":{"next":{"$ref":"#"},"v":{"type":"integer"}}}`,
+		"ok":     `{"type":"object","properties":{"x":{"type":"string"}}}`,
+	}
+	m := connect(t, nil, scriptedServer("hostile", "scripted", toolsJSON(schemas)))
+	st := status(t, m, "hostile")
+	if st.State != mcpclient.StateConnected {
+		t.Fatalf("%s: %s", st.State, st.Error)
+	}
+	reasons := quarantineReasons(st)
+	for name, want := range map[string]string{
+		"deep":      "nested deeper than 128 levels of JSON objects and arrays",
+		"self_root": "$ref cycle # -> #",
+		"self_prop": "$ref cycle #/properties/a -> #/properties/a",
+		"ping_pong": "$ref cycle #/$defs/A -> #/$defs/B -> #/$defs/B/allOf/0 -> #/$defs/A",
+	} {
+		r := reasons[name]
+		if !strings.Contains(r, fmt.Sprintf(`server "hostile" tool %q`, name)) || !strings.Contains(r, want) {
+			t.Errorf("%s: reason %q, want %q", name, r, want)
+		}
+	}
+	if r := reasons["deep"]; !strings.Contains(r, "mcp.maxSchemaDepth") {
+		t.Errorf("deep: the reason does not name the setting: %q", r)
+	}
+	if len(reasons) != 4 || st.ToolsLoaded != 4 {
+		t.Errorf("%s; quarantined %v", st.Summary(), reasons)
+	}
+
+	// Whatever loaded is callable.
+	for _, tl := range m.Tools()["hostile"] {
+		if err := tl.Compile(); err != nil {
+			t.Errorf("%s loaded but its schema does not compile: %v", tl.Name(), err)
+		}
+	}
+	tree := findTool(t, m, "hostile", "hostile__tree")
+	if r := call(t, tree, `{"root":{"name":"a","kids":[{"name":"b","kids":[{"kids":[]}]}]}}`); r.Stage != tool.Parameters ||
+		!strings.Contains(r.AllText(), "root.kids[0].kids[0].name is required") {
+		t.Errorf("tree with a nameless grandchild: %+v", r)
+	}
+	if r := call(t, tree, `{"root":{"name":"a","kids":[{"name":"b"}]}}`); r.IsError {
+		t.Errorf("tree: %+v", r)
+	}
+	linked := findTool(t, m, "hostile", "hostile__linked")
+	if r := call(t, linked, `{"v":1,"next":{"v":2,"next":{"v":"three"}}}`); r.Stage != tool.Parameters ||
+		!strings.Contains(r.AllText(), "next.next.v") {
+		t.Errorf("linked list with a bad value: %+v", r)
+	}
+	if r := call(t, findTool(t, m, "hostile", "hostile__fine_depth"), `{}`); r.IsError {
+		t.Errorf("fine_depth: %+v", r)
+	}
+	if r := call(t, findTool(t, m, "hostile", "hostile__ok"), `{"x":"y"}`); r.IsError {
+		t.Errorf("ok: %+v", r)
+	}
+
+	// The bound is a setting.
+	strict := connect(t, &mcpclient.Options{MaxSchemaDepth: 40}, scriptedServer("strict", "scripted", toolsJSON(map[string]string{
+		"fine_depth": nested(40), "shallow": nested(5)})))
+	st = status(t, strict, "strict")
+	if r := quarantineReasons(st)["fine_depth"]; !strings.Contains(r, "deeper than 40 levels") || st.ToolsLoaded != 1 {
+		t.Errorf("MaxSchemaDepth 40: %s; %q", st.Summary(), r)
+	}
+}
+
+// The same bound for any message: a tools/call result nested past what the
+// SDK reads fails that call, not the connection.
+func TestDeepResultFailsOnlyItsCall(t *testing.T) {
+	m := connect(t, nil, scriptedServer("dr", "scripted", `[{"name":"deep_result","inputSchema":{"type":"object"}},{"name":"ok","inputSchema":{"type":"object"}}]`))
+	r := call(t, findTool(t, m, "dr", "dr__deep_result"), `{}`)
+	if !r.IsError || r.Stage != tool.Execution || !strings.Contains(r.AllText(), "nested deeper than 1000 levels") {
+		t.Errorf("deep result: %+v", r)
+	}
+	if r := call(t, findTool(t, m, "dr", "dr__ok"), `{}`); r.IsError || r.AllText() != "called ok with {}" {
+		t.Errorf("the next call: %+v (%s)", r, status(t, m, "dr").Summary())
+	}
+}

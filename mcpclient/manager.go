@@ -626,6 +626,11 @@ func (c *conn) connect(ctx context.Context) {
 			fail(err.Error())
 			return
 		}
+		maxDepth := m.opts.MaxSchemaDepth
+		if maxDepth <= 0 {
+			maxDepth = tool.DefaultMaxSchemaDepth
+		}
+		p.filter = func(line []byte) []byte { return defuse(line, maxDepth, c.exclude) }
 		m.mu.Lock()
 		c.proc = p
 		m.mu.Unlock()
@@ -707,6 +712,14 @@ func (c *conn) listTools(ctx context.Context, sess *mcp.ClientSession) ([]*mcp.T
 		list = append(list, t)
 	}
 	return list, nil
+}
+
+// exclude records a tool taken out of tools/list before the SDK read it
+// (defuse), as a quarantine.
+func (c *conn) exclude(name, reason string) {
+	c.excludedMu.Lock()
+	c.excluded = append(c.excluded, Quarantine{Tool: name, Reason: fmt.Sprintf("server %q tool %q: %s", c.cfg.Name, name, reason)})
+	c.excludedMu.Unlock()
 }
 
 // applyListLocked runs intake over a fresh tools/list. m.mu must be held.

@@ -167,6 +167,11 @@ func (s *rawServer) call(m rpcMsg) {
 		}
 		time.Sleep(300 * time.Millisecond) // still in flight while the list changes
 		s.reply(m.ID, text("alpha done"))
+	case "deep_result":
+		// A result nested 1,500 levels deep: past what the SDK reads.
+		deep := strings.Repeat(`{"a":`, 1500) + `1` + strings.Repeat(`}`, 1500)
+		s.reply(m.ID, map[string]any{"content": []any{map[string]any{"type": "text", "text": "deep"}},
+			"structuredContent": json.RawMessage(deep)})
 	case "rich":
 		s.reply(m.ID, map[string]any{"content": []any{
 			map[string]any{"type": "text", "text": "hello"},

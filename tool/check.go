@@ -168,11 +168,21 @@ func check(v any, opts *CheckOptions) (*checker, string, error) {
 	slices.SortStableFunc(c.refs, func(a, b refSite) int { return strings.Compare(a.loc, b.loc) })
 	for i := range c.refs {
 		r := &c.refs[i]
-		target, ok := c.resolve(r.ref)
-		if !ok {
+		if t, ok := c.resolve(r.ref); ok {
+			r.target = t
+		}
+	}
+	// Only what validation can reach counts, as for the compiler: a
+	// reference in a definition nothing uses is never followed.
+	reach := c.reachable()
+	for _, r := range c.refs {
+		if !reach[nodeOf(r.from)] {
+			continue
+		}
+		if r.target == nil {
 			return nil, "$ref", fmt.Errorf("reference %s does not resolve inside the schema (at %s)", r.ref, orTop(r.loc))
 		}
-		if tm, ok := target.(map[string]any); ok {
+		if tm, ok := r.target.(map[string]any); ok {
 			if _, walked := c.locs[nodeOf(tm)]; !walked {
 				// A reference into what is not a schema keyword here
 				// ("#/properties", draft-07 "$defs"): the compiler judges.
@@ -180,13 +190,68 @@ func check(v any, opts *CheckOptions) (*checker, string, error) {
 				return c, "", nil
 			}
 		}
-		r.target = target
 	}
-	if cycle := c.cycle(); cycle != "" {
-		return nil, "$ref", fmt.Errorf("reference cycle %s: it applies to the same value again and again, so no value can be validated; "+
+	if cycle := c.cycle(reach); cycle != "" {
+		return nil, "$ref", fmt.Errorf("$ref cycle %s: these schemas apply to the same value again and again, so no value can be validated; "+
 			"a recursive schema must recurse through properties or items", cycle)
 	}
 	return c, "", nil
+}
+
+// reachable is the set of schema objects validation can reach from the
+// root: through every subschema keyword but $defs and definitions, and
+// through resolved references.
+func (c *checker) reachable() map[node]bool {
+	targets := map[node]any{}
+	for _, r := range c.refs {
+		if r.target != nil {
+			targets[nodeOf(r.from)] = r.target
+		}
+	}
+	seen := map[node]bool{}
+	stack := []any{c.root}
+	push := func(v any) {
+		if m, ok := v.(map[string]any); ok && !seen[nodeOf(m)] {
+			stack = append(stack, m)
+		}
+	}
+	for len(stack) > 0 {
+		m, _ := stack[len(stack)-1].(map[string]any)
+		stack = stack[:len(stack)-1]
+		if m == nil || seen[nodeOf(m)] {
+			continue
+		}
+		seen[nodeOf(m)] = true
+		if t, ok := targets[nodeOf(m)]; ok {
+			push(t)
+		}
+		for k, x := range m {
+			switch k {
+			case "properties", "patternProperties", "dependencies", "dependentSchemas":
+				if k == "dependentSchemas" && c.draft <= 7 {
+					continue
+				}
+				if sub, ok := x.(map[string]any); ok {
+					for _, v := range sub {
+						push(v)
+					}
+				}
+			case "allOf", "anyOf", "oneOf", "prefixItems", "items":
+				if arr, ok := x.([]any); ok {
+					for _, v := range arr {
+						push(v)
+					}
+				} else {
+					push(x)
+				}
+			default:
+				if d, ok := singleSubschema[k]; ok && c.draft >= d {
+					push(x)
+				}
+			}
+		}
+	}
+	return seen
 }
 
 // tooDeep reports whether v nests deeper than max, walking no deeper than
@@ -481,6 +546,9 @@ func sortedKeys(m map[string]any) []string {
 // (percent-decoded, then ~1 and ~0), or "#name" (an anchor). The target
 // must be a schema (an object or a boolean).
 func (c *checker) resolve(ref string) (any, bool) {
+	if ref == "" {
+		return c.root, true // the document itself, as "#"
+	}
 	frag, ok := strings.CutPrefix(ref, "#")
 	if !ok {
 		return nil, false
@@ -555,10 +623,12 @@ func (c *checker) inPlace(m map[string]any, target func(map[string]any) (any, bo
 // cycle finds a chain of schemas that apply to the same value and lead
 // back to where they started through a $ref; it returns the chain as
 // locations joined by " -> ", or "".
-func (c *checker) cycle() string {
+func (c *checker) cycle(reach map[node]bool) string {
 	targets := map[node]any{}
 	for _, r := range c.refs {
-		targets[nodeOf(r.from)] = r.target
+		if r.target != nil {
+			targets[nodeOf(r.from)] = r.target
+		}
 	}
 	target := func(m map[string]any) (any, bool) {
 		t, ok := targets[nodeOf(m)]
@@ -598,7 +668,7 @@ func (c *checker) cycle() string {
 		return false
 	}
 	for _, r := range c.refs {
-		if visit(r.from) {
+		if reach[nodeOf(r.from)] && visit(r.from) {
 			break
 		}
 	}

@@ -331,7 +331,7 @@ func scanRefs(v any, named bool) (remote string, local bool) {
 			for _, k := range []string{"$ref", "$dynamicRef"} {
 				if ref, ok := v[k].(string); ok {
 					local = true
-					if !strings.HasPrefix(ref, "#") {
+					if ref != "" && !strings.HasPrefix(ref, "#") {
 						return ref, true
 					}
 				}

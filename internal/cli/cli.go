@@ -312,7 +312,7 @@ func (c *common) resolve(ctx context.Context, o *Options) (*run, error) {
 			InitTimeout: r.cfg.MCP.InitTimeout.D(), CallTimeout: r.cfg.MCP.CallTimeout.D(),
 			InheritEnv: append(append([]string(nil), mcpclient.DefaultInheritEnv...), r.cfg.MCP.InheritEnv...),
 			Logger:     r.logger, ClientName: "aibuddy", ClientVersion: Version,
-			CompileSchemas: c.compileSchemas})
+			CompileSchemas: c.compileSchemas, MaxSchemaDepth: r.cfg.MCP.MaxSchemaDepth})
 		wait := ctx
 		d := r.cfg.MCP.StartupWait.D()
 		if d == 0 {
