@@ -53,6 +53,15 @@ type Options struct {
 	// [DefaultInheritEnv]. A server never sees the host's other variables
 	// (API keys, tokens), as with the TypeScript SDK's default environment.
 	InheritEnv []string
+	// NotificationsPerSecond bounds the notifications (message, progress,
+	// list_changed, ...) handled from one server: a token bucket of this
+	// many per second, as many in a burst. The excess is dropped and
+	// counted (ServerStatus.NotificationsDropped); a dropped list_changed
+	// still leads to one debounced refresh. Default 100.
+	NotificationsPerSecond int
+	// NotificationLogInterval is the least time between two log lines
+	// about dropped notifications of one server. Default 10 s.
+	NotificationLogInterval time.Duration
 	// MaxSchemaDepth bounds the nesting of one tool's input schema, in
 	// levels of JSON objects and arrays (the top-level object is level 1);
 	// a deeper schema is quarantined at intake with the reason. Default
@@ -142,6 +151,10 @@ type ServerStatus struct {
 	// StderrTail is the last Options.StderrTailBytes of a stdio server's
 	// stderr.
 	StderrTail string
+	// Notifications is how many notifications the server sent;
+	// NotificationsDropped how many of them were over
+	// Options.NotificationsPerSecond and dropped unhandled.
+	Notifications, NotificationsDropped int64
 	// Elapsed is the time from the start of the connection to connected
 	// or failed.
 	Elapsed time.Duration
@@ -160,6 +173,9 @@ func (s ServerStatus) Summary() string {
 		}
 		if n := len(s.Repairs); n > 0 {
 			sum += fmt.Sprintf(", %d schema repairs", n)
+		}
+		if s.NotificationsDropped > 0 {
+			sum += fmt.Sprintf(", %d of %d notifications dropped (over mcp.notificationsPerSecond)", s.NotificationsDropped, s.Notifications)
 		}
 		return sum
 	case StateFailed, StateDisconnected:
@@ -207,6 +223,8 @@ type conn struct {
 
 	excludedMu sync.Mutex
 	excluded   []Quarantine // tools the SDK dropped from tools/list
+
+	notes *notes // the notification bound
 
 	// Guarded by m.mu.
 	state       State
@@ -269,6 +287,7 @@ func Start(ctx context.Context, servers []ServerConfig, opts *Options) *Manager 
 		c := &conn{m: m, cfg: sc, kick: make(chan struct{}, 1), done: make(chan struct{}),
 			progress: map[string]*tool.Call{}, state: StateConnecting,
 			live: map[string]bool{}, gone: map[string]string{}, defined: map[string]definedTool{}}
+		c.notes = newNotes(sc.Name, o.NotificationsPerSecond, o.NotificationLogInterval, o.Logger, c.signal)
 		m.conns = append(m.conns, c)
 		if sc.Disabled {
 			c.state = StateDisabled
@@ -313,6 +332,7 @@ func (m *Manager) Servers() []ServerStatus {
 			Quarantined: append(append(append([]Quarantine(nil), c.quarantined...), c.collided...), late...),
 			Repairs:     append([]Repair(nil), c.repairs...),
 			Elapsed:     c.elapsed, ServerInfo: c.info,
+			Notifications: c.notes.received.Load(), NotificationsDropped: c.notes.dropped.Load(),
 		}
 		if c.proc != nil {
 			s.StderrTail = c.proc.errTail.String()
@@ -630,7 +650,12 @@ func (c *conn) connect(ctx context.Context) {
 		if maxDepth <= 0 {
 			maxDepth = tool.DefaultMaxSchemaDepth
 		}
-		p.filter = func(line []byte) []byte { return defuse(line, maxDepth, c.exclude) }
+		p.filter = func(line []byte) []byte {
+			if line = c.notes.line(line); line == nil {
+				return nil
+			}
+			return defuse(line, maxDepth, c.exclude)
+		}
 		m.mu.Lock()
 		c.proc = p
 		m.mu.Unlock()
@@ -1023,7 +1048,7 @@ func (c *conn) httpTransport(initCtx context.Context) mcp.Transport {
 	} else {
 		inner = &mcp.StreamableClientTransport{Endpoint: c.cfg.URL, HTTPClient: &hc}
 	}
-	return lifeTransport{inner: inner, life: c.m.life, init: initCtx}
+	return lifeTransport{inner: inner, life: c.m.life, init: initCtx, notes: c.notes}
 }
 
 // lifeTransport connects inner with a context that lives until Close, but
@@ -1032,6 +1057,7 @@ type lifeTransport struct {
 	inner mcp.Transport
 	life  context.Context
 	init  context.Context
+	notes *notes // drops notifications over the bound as they are read
 }
 
 func (t lifeTransport) Connect(ctx context.Context) (mcp.Connection, error) {
@@ -1047,13 +1073,28 @@ func (t lifeTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 		cancel()
 		return nil, err
 	}
-	return &cancelConn{Connection: conn, cancel: cancel, stop: stop}, nil
+	return &cancelConn{Connection: conn, cancel: cancel, stop: stop, notes: t.notes}, nil
 }
 
 type cancelConn struct {
 	mcp.Connection
 	cancel context.CancelFunc
 	stop   func() bool
+	notes  *notes
+}
+
+// Read returns the next message, skipping notifications over the bound.
+func (c *cancelConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	for {
+		msg, err := c.Connection.Read(ctx)
+		if err != nil || c.notes == nil {
+			return msg, err
+		}
+		if req, ok := msg.(*jsonrpc.Request); ok && !req.ID.IsValid() && !c.notes.admit(req.Method) {
+			continue
+		}
+		return msg, nil
+	}
 }
 
 func (c *cancelConn) Close() error {

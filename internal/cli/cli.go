@@ -312,7 +312,8 @@ func (c *common) resolve(ctx context.Context, o *Options) (*run, error) {
 			InitTimeout: r.cfg.MCP.InitTimeout.D(), CallTimeout: r.cfg.MCP.CallTimeout.D(),
 			InheritEnv: append(append([]string(nil), mcpclient.DefaultInheritEnv...), r.cfg.MCP.InheritEnv...),
 			Logger:     r.logger, ClientName: "aibuddy", ClientVersion: Version,
-			CompileSchemas: c.compileSchemas, MaxSchemaDepth: r.cfg.MCP.MaxSchemaDepth})
+			CompileSchemas: c.compileSchemas, MaxSchemaDepth: r.cfg.MCP.MaxSchemaDepth,
+			NotificationsPerSecond: r.cfg.MCP.NotificationsPerSecond, NotificationLogInterval: r.cfg.MCP.NotificationLogInterval.D()})
 		wait := ctx
 		d := r.cfg.MCP.StartupWait.D()
 		if d == 0 {
