@@ -83,6 +83,21 @@ type MCP struct {
 	// are answered; requests still running then are cancelled. Default
 	// 10 s.
 	DrainGrace Duration `json:"drainGrace,omitempty"`
+	// MaxSchemaDepth bounds the nesting of one MCP tool's input schema, in
+	// levels of JSON objects and arrays (the top-level object is level 1;
+	// each property level of a schema adds two). A deeper schema is
+	// quarantined with the reason, shown by `aibuddy tools`. Default 128.
+	MaxSchemaDepth int `json:"maxSchemaDepth,omitempty"`
+	// NotificationsPerSecond bounds the notifications (message, progress,
+	// list_changed, ...) aibuddy handles from one MCP server, per second,
+	// with a burst of as many; the excess is dropped and counted (shown by
+	// `aibuddy tools` and logged at most once per
+	// notificationLogInterval). A dropped list_changed still refreshes the
+	// server's tools once, after the debounce. Default 100.
+	NotificationsPerSecond int `json:"notificationsPerSecond,omitempty"`
+	// NotificationLogInterval is the least time between two warnings about
+	// one server's dropped notifications. Default 10 s.
+	NotificationLogInterval Duration `json:"notificationLogInterval,omitempty"`
 	// InheritEnv names host environment variables stdio MCP servers
 	// inherit in addition to the default set (HOME, PATH, USER, locale,
 	// proxies, ...; mcpclient.DefaultInheritEnv). Anything else reaches a
@@ -398,7 +413,9 @@ func (c *Config) validate() error {
 		"compaction.thresholdTokens": int64(c.Compaction.ThresholdTokens), "compaction.targetTokens": int64(c.Compaction.TargetTokens),
 		"compaction.workers": int64(c.Compaction.Workers), "compaction.viewMaxChars": int64(c.Compaction.ViewMaxChars),
 		"compaction.viewMaxTokens": int64(c.Compaction.ViewMaxTokens), "compaction.viewMaxJSONBytes": c.Compaction.ViewMaxJSONBytes,
-		"agent.contextBudgetTokens": int64(c.Agent.ContextBudgetTokens),
+		"agent.contextBudgetTokens":  int64(c.Agent.ContextBudgetTokens),
+		"mcp.maxSchemaDepth":         int64(c.MCP.MaxSchemaDepth),
+		"mcp.notificationsPerSecond": int64(c.MCP.NotificationsPerSecond), "mcp.notificationLogInterval": int64(c.MCP.NotificationLogInterval),
 	}
 	var bad []string
 	for k, v := range ints {

@@ -71,10 +71,14 @@ type Catalog struct {
 	docs      []IndexEntry   // the deferred index, in entry order
 	toolOf    []int          // index doc -> position in entries
 	index     *index
+	unusable  map[string]error // direct tools whose schema did not compile
 }
 
 // NewCatalog applies the gates g to entries and indexes the deferred
-// tools. Tool names must be unique (capability.Resolve and the MCP client
+// tools. Direct tools have their input schemas compiled here (a tool
+// defined with tool.Spec.CompileOnUse compiles now); one whose schema does
+// not compile is never active, and a call to it is the tool's
+// Discovery-stage error. Deferred tools compile when they are activated. Tool names must be unique (capability.Resolve and the MCP client
 // guarantee it); a later entry with a name already seen, an entry with a
 // nil Tool and an entry named [ToolSearchName] are ignored.
 func NewCatalog(entries []Entry, g Gates) *Catalog {
@@ -96,8 +100,15 @@ func NewCatalogWith(entries []Entry, opts *Options) *Catalog {
 	}
 	c.decisions = Decide(c.entries, c.opts.Gates)
 	c.deferred = make([]bool, len(c.entries))
+	c.unusable = map[string]error{}
 	for i, d := range c.decisions {
 		if d.Exposure != Deferred {
+			// A direct tool is listed from the first step: its schema is
+			// compiled now (deferred ones at activation), and one that
+			// does not compile is never listed.
+			if err := c.entries[i].Tool.Compile(); err != nil {
+				c.unusable[d.Tool] = err
+			}
 			continue
 		}
 		e := c.entries[i]
@@ -127,6 +138,17 @@ func (c *Catalog) Index() []IndexEntry {
 	for i, d := range c.docs {
 		d.Params = slices.Clone(d.Params)
 		out[i] = d
+	}
+	return out
+}
+
+// Unusable reports the direct tools whose input schema did not compile
+// when the catalog was built, with the *tool.DefinitionError of each.
+// They are never active.
+func (c *Catalog) Unusable() map[string]error {
+	out := make(map[string]error, len(c.unusable))
+	for k, v := range c.unusable {
+		out[k] = v
 	}
 	return out
 }

@@ -623,3 +623,111 @@ func TestRunConcurrentUse(t *testing.T) {
 		<-done
 	}
 }
+
+// lazy defines a tool the way the MCP client does (tool.Spec.CompileOnUse)
+// with the given schema.
+func lazy(t testing.TB, name, desc, schema string) (*tool.Tool, *atomic.Int32) {
+	t.Helper()
+	var n atomic.Int32
+	tl, err := tool.Define(tool.Spec{Name: name, Description: desc, InputSchema: json.RawMessage(schema), CompileOnUse: true,
+		Handler: func(context.Context, *tool.Call) (*tool.Result, error) {
+			n.Add(1)
+			return tool.Text("ran " + name), nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tl, &n
+}
+
+// Issue 10: deferred tools are compiled when they are activated, direct
+// tools when the catalog is built; a schema that does not compile is never
+// listed or loaded, and calls to it are Discovery-stage errors saying why.
+func TestCompileAtActivation(t *testing.T) {
+	const broken = `{"type":"object","properties":{"q":{"type":"string","minLength":-1}}}`
+	const fine = `{"type":"object","properties":{"q":{"type":"string"}},"required":["q"]}`
+	var entries []discovery.Entry
+	var deferredTools []*tool.Tool
+	for i := range 12 {
+		tl, _ := lazy(t, fmt.Sprintf("big__weather_%d", i), fmt.Sprintf("Weather report number %d for a city", i), fine)
+		entries = append(entries, discovery.Entry{Tool: tl, Server: "big"})
+		deferredTools = append(deferredTools, tl)
+	}
+	badDeferred, badDeferredRuns := lazy(t, "big__weather_broken", "Weather report broken for a city", broken)
+	entries = append(entries, discovery.Entry{Tool: badDeferred, Server: "big"})
+	direct, _ := lazy(t, "small__ping", "Ping a host", fine)
+	badDirect, badDirectRuns := lazy(t, "small__pong", "Pong a host", broken)
+	entries = append(entries, discovery.Entry{Tool: direct, Server: "small"}, discovery.Entry{Tool: badDirect, Server: "small"})
+
+	c := discovery.NewCatalog(entries, discovery.Gates{})
+	if c.Deferred() != 13 {
+		t.Fatalf("Deferred = %d, want 13", c.Deferred())
+	}
+	for _, tl := range deferredTools {
+		if done, _ := tl.Compiled(); done {
+			t.Fatalf("%s: a deferred tool was compiled before its activation", tl.Name())
+		}
+	}
+	if done, err := direct.Compiled(); !done || err != nil {
+		t.Errorf("direct tool not compiled with the catalog: %v %v", done, err)
+	}
+	if _, bad := c.Unusable()["small__pong"]; !bad || len(c.Unusable()) != 1 {
+		t.Errorf("Unusable = %v, want small__pong", c.Unusable())
+	}
+	r := c.NewRun()
+	for _, tl := range r.Active() {
+		if tl.Name() == "small__pong" {
+			t.Error("a direct tool whose schema does not compile is listed")
+		}
+	}
+	res := r.Dispatch(context.Background(), &tool.Call{Name: "small__pong", Input: json.RawMessage(`{"q":"x"}`)},
+		func(ctx context.Context, call *tool.Call) *tool.Result { return badDirect.Call(ctx, call) })
+	if res.Stage != tool.Discovery || !strings.Contains(res.AllText(), "minLength") || badDirectRuns.Load() != 0 {
+		t.Errorf("call of the unusable direct tool: %+v", res)
+	}
+
+	// tool_search compiles what it loads: the good one is loaded and
+	// callable, the broken one named with its reason and not loaded.
+	out := r.ToolSearch().Call(context.Background(), &tool.Call{Name: discovery.ToolSearchName,
+		Input: json.RawMessage(`{"query":"select:big__weather_3,big__weather_broken"}`)})
+	txt := out.AllText()
+	if out.IsError || !strings.Contains(txt, "big__weather_broken cannot be loaded: its input schema was rejected (") ||
+		!strings.Contains(txt, "minLength") || !strings.Contains(txt, "Loaded 1 tool(s)") {
+		t.Fatalf("tool_search: %s", txt)
+	}
+	if done, err := deferredTools[3].Compiled(); !done || err != nil {
+		t.Errorf("activated tool not compiled: %v %v", done, err)
+	}
+	if done, _ := deferredTools[4].Compiled(); done {
+		t.Error("a tool that was not activated was compiled")
+	}
+	if !r.IsActive("big__weather_3") || r.IsActive("big__weather_broken") {
+		t.Errorf("active: weather_3 %v, broken %v", r.IsActive("big__weather_3"), r.IsActive("big__weather_broken"))
+	}
+	res = r.Dispatch(context.Background(), &tool.Call{Name: "big__weather_broken", Input: json.RawMessage(`{"q":"x"}`)},
+		func(ctx context.Context, call *tool.Call) *tool.Result { return badDeferred.Call(ctx, call) })
+	if res.Stage != tool.Discovery || !strings.Contains(res.AllText(), "cannot be used") || badDeferredRuns.Load() != 0 {
+		t.Errorf("call of the broken deferred tool: %+v", res)
+	}
+	// Activate and Retain skip it as well.
+	if got := r.Activate("big__weather_broken", "big__weather_5"); !slices.Equal(got, []string{"big__weather_5"}) {
+		t.Errorf("Activate = %v", got)
+	}
+	r.Retain([]string{"big__weather_broken"})
+	if r.IsActive("big__weather_broken") {
+		t.Error("Retain activated a tool whose schema does not compile")
+	}
+}
+
+func TestToolSearchOnlyUnusableMatches(t *testing.T) {
+	var entries []discovery.Entry
+	for i := range 11 {
+		tl, _ := lazy(t, fmt.Sprintf("big__t%d", i), "Broken weather tool", `{"type":"object","properties":{"q":{"maxItems":-2}}}`)
+		entries = append(entries, discovery.Entry{Tool: tl, Server: "big"})
+	}
+	r := discovery.NewCatalog(entries, discovery.Gates{}).NewRun()
+	out := r.ToolSearch().Call(context.Background(), &tool.Call{Input: json.RawMessage(`{"query":"select:big__t1"}`)})
+	if txt := out.AllText(); out.IsError || !strings.Contains(txt, "big__t1 cannot be loaded") || !strings.Contains(txt, "Nothing was loaded") {
+		t.Errorf("tool_search: %s", txt)
+	}
+}

@@ -87,10 +87,11 @@ type scoreBuf struct {
 }
 
 // paramNames returns the top-level property names of a tool's input
-// schema, sorted (JSON objects have no order that survives decoding).
+// schema, sorted (JSON objects have no order that survives decoding). The
+// property schemas themselves are scanned, not decoded.
 func paramNames(t *tool.Tool) []string {
 	var s struct {
-		Properties map[string]json.RawMessage `json:"properties"`
+		Properties map[string]skipJSON `json:"properties"`
 	}
 	if err := json.Unmarshal(t.InputSchema(), &s); err != nil {
 		return nil
@@ -103,6 +104,11 @@ func paramNames(t *tool.Tool) []string {
 	return names
 }
 
+// skipJSON is any JSON value, left undecoded.
+type skipJSON struct{}
+
+func (*skipJSON) UnmarshalJSON([]byte) error { return nil }
+
 func newIndex(entries []IndexEntry, p rankParams) *index {
 	ix := &index{
 		entries: entries,
@@ -113,13 +119,17 @@ func newIndex(entries []IndexEntry, p rankParams) *index {
 		p:       p,
 	}
 	n := len(entries)
-	// Term frequencies per field and field lengths.
-	type tfKey struct {
+	// Term frequencies per field and field lengths: one entry per (term,
+	// doc), in first-seen order, found through a map of the current
+	// document's terms only.
+	type tfEntry struct {
 		term string
 		doc  int32
+		c    [nFields]float64
 	}
-	tf := map[tfKey]*[nFields]float64{}
-	var order []tfKey
+	var order []tfEntry
+	df := map[string]int{}
+	local := map[string]int{} // term -> position in order, this doc
 	lens := make([][nFields]float64, n)
 	var total [nFields]float64
 	dupLower := map[string]bool{}
@@ -137,18 +147,19 @@ func newIndex(entries []IndexEntry, p rankParams) *index {
 			fields[fParam] = ix.an.terms(pn, fields[fParam])
 		}
 		fields[fBigram] = bigrams(fields[fName])
+		clear(local)
 		for f := range nFields {
 			lens[d][f] = float64(len(fields[f]))
 			total[f] += lens[d][f]
 			for _, t := range fields[f] {
-				k := tfKey{t, int32(d)}
-				c := tf[k]
-				if c == nil {
-					c = new([nFields]float64)
-					tf[k] = c
-					order = append(order, k)
+				i, ok := local[t]
+				if !ok {
+					i = len(order)
+					local[t] = i
+					order = append(order, tfEntry{term: t, doc: int32(d)})
+					df[t]++
 				}
-				c[f]++
+				order[i].c[f]++
 			}
 		}
 	}
@@ -163,12 +174,8 @@ func newIndex(entries []IndexEntry, p rankParams) *index {
 			avg[f] = total[f] / float64(n)
 		}
 	}
-	df := map[string]int{}
 	for _, k := range order {
-		df[k.term]++
-	}
-	for _, k := range order {
-		c := tf[k]
+		c := k.c
 		var pseudo float64
 		for f := range nFields {
 			if c[f] == 0 {

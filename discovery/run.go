@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -165,7 +166,7 @@ func (r *Run) IsActive(name string) bool {
 		return false
 	}
 	if !r.c.deferred[i] {
-		return true
+		return r.c.unusable[name] == nil
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -182,7 +183,7 @@ func (r *Run) Active() []*tool.Tool {
 	defer r.mu.Unlock()
 	out := make([]*tool.Tool, 0, len(r.c.entries)-r.c.nDeferred+1+len(r.searched)+len(r.referenced))
 	for i, e := range r.c.entries {
-		if !r.c.deferred[i] {
+		if !r.c.deferred[i] && r.c.unusable[e.Tool.Name()] == nil {
 			out = append(out, e.Tool)
 		}
 	}
@@ -212,13 +213,16 @@ func (r *Run) Tool(name string) (*tool.Tool, bool) {
 // Activate makes deferred tools active for the rest of the run, as a
 // tool_search answer does, and returns the names that were not active
 // before, in the order given. Names that are unknown, core, direct or
-// already active add nothing. OnActivate callbacks fire when the result is
+// already active add nothing, nor does a tool whose input schema does not
+// compile (activation is when a deferred tool's schema is compiled; see
+// tool.Spec.CompileOnUse). OnActivate callbacks fire when the result is
 // not empty.
 func (r *Run) Activate(names ...string) []string {
+	usable := r.c.compileAll(names)
 	r.mu.Lock()
 	var added []string
 	for _, n := range names {
-		if !r.c.isDeferred(n) || r.searched[n] {
+		if !r.c.isDeferred(n) || r.searched[n] || !usable[n] {
 			continue
 		}
 		r.searched[n] = true
@@ -242,11 +246,12 @@ func (r *Run) Activate(names ...string) []string {
 // in this run stays active. Names that are not deferred tools are ignored.
 // OnActivate fires for the names that became active.
 func (r *Run) Retain(referenced []string) {
+	usable := r.c.compileAll(referenced)
 	r.mu.Lock()
 	next := make(map[string]bool, len(referenced))
 	var added []string
 	for _, n := range referenced {
-		if !r.c.isDeferred(n) || next[n] {
+		if !r.c.isDeferred(n) || next[n] || !usable[n] {
 			continue
 		}
 		next[n] = true
@@ -276,7 +281,9 @@ func (r *Run) notify(names []string) {
 // run's own search tool. A call to any other active tool goes to next. A
 // call to a tool that is not active is never executed: the result is a
 // Discovery-stage error that tells the model to load a deferred tool with
-// tool_search first; for a departed MCP tool (see [Run.SetDeparted]) that
+// tool_search first; for a tool whose input schema did not compile (at
+// catalog build for a direct tool, at activation for a deferred one) that
+// the tool cannot be used and why; for a departed MCP tool (see [Run.SetDeparted]) that
 // its server is not connected ("MCP server S is disconnected: <reason>")
 // or that the server stopped offering it ("tool X is no longer offered by
 // MCP server S (removed at refresh)"); else that no tool of that name
@@ -291,6 +298,13 @@ func (r *Run) Dispatch(ctx context.Context, call *tool.Call, next func(context.C
 	}
 	if r.IsActive(name) {
 		return next(ctx, call)
+	}
+	if t, ok := r.c.tool(name); ok {
+		if done, err := t.Compiled(); done && err != nil {
+			// Its schema did not compile: the tool says so, at the
+			// Discovery stage, without running.
+			return t.Call(ctx, call)
+		}
 	}
 	if r.c.isDeferred(name) {
 		return tool.ErrorResult(tool.Errorf(tool.Discovery,
@@ -364,28 +378,38 @@ func (r *Run) handleSearch(_ context.Context, call *tool.Call) (*tool.Result, er
 		}
 	}
 
-	if len(names) == 0 {
-		var b strings.Builder
-		for _, n := range notes {
-			b.WriteString(n + "\n")
-		}
-		fmt.Fprintf(&b, "No deferred tool matched %q, so nothing was loaded. %d tools are deferred; "+
-			"search again with other words for the action and its object, or use select:<name> with an exact name.", q, r.c.nDeferred)
-		return tool.TextWith(b.String(), map[string]any{"matched": 0, "activated": []string{}}), nil
-	}
-
 	var b strings.Builder
 	var shown []string
 	omitted := 0
 	for i, n := range names {
 		t, _ := r.c.tool(n)
+		if err := t.Compile(); err != nil {
+			// Activation is when a deferred tool's schema is compiled:
+			// one that does not compile is named, never loaded.
+			notes = append(notes, fmt.Sprintf("%s cannot be loaded: its input schema was rejected (%s); use another tool.", n, schemaReason(err)))
+			continue
+		}
 		block := fmt.Sprintf("\n## %s\n%s\nInput schema: %s\n", n, strings.TrimSpace(t.Description()), compactJSON(t.InputSchema()))
-		if i > 0 && b.Len()+len(block) > r.c.opts.MaxOutput {
+		if len(shown) > 0 && b.Len()+len(block) > r.c.opts.MaxOutput {
 			omitted = len(names) - i
 			break
 		}
 		b.WriteString(block)
 		shown = append(shown, n)
+	}
+	if len(shown) == 0 {
+		var b strings.Builder
+		for _, n := range notes {
+			b.WriteString(n + "\n")
+		}
+		if len(names) > 0 {
+			fmt.Fprintf(&b, "Nothing was loaded: no tool that matched %q can be used. %d tools are deferred; "+
+				"search again for another tool that does the action.", q, r.c.nDeferred)
+		} else {
+			fmt.Fprintf(&b, "No deferred tool matched %q, so nothing was loaded. %d tools are deferred; "+
+				"search again with other words for the action and its object, or use select:<name> with an exact name.", q, r.c.nDeferred)
+		}
+		return tool.TextWith(b.String(), map[string]any{"matched": len(names), "activated": []string{}}), nil
 	}
 	r.Activate(shown...)
 
@@ -406,6 +430,31 @@ func (r *Run) handleSearch(_ context.Context, call *tool.Call) (*tool.Result, er
 		"activated": shown,
 		"omitted":   omitted,
 	}), nil
+}
+
+// schemaReason is the keyword and message of a schema that did not
+// compile.
+func schemaReason(err error) string {
+	var de *tool.DefinitionError
+	if errors.As(err, &de) {
+		if strings.Contains(de.Msg, de.Keyword) {
+			return de.Msg
+		}
+		return de.Keyword + ": " + de.Msg
+	}
+	return err.Error()
+}
+
+// compileAll compiles the schemas of the named deferred tools (each once,
+// outside any lock) and reports which are usable.
+func (c *Catalog) compileAll(names []string) map[string]bool {
+	ok := make(map[string]bool, len(names))
+	for _, n := range names {
+		if t, found := c.tool(n); found && c.isDeferred(n) {
+			ok[n] = t.Compile() == nil
+		}
+	}
+	return ok
 }
 
 // compactJSON removes insignificant whitespace; a schema that does not

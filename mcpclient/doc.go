@@ -24,7 +24,13 @@
 //   - Schemas: each tool goes through [tool.Define] on its own; a tool whose
 //     schema cannot be used is quarantined with a reason naming server and
 //     tool while its siblings load; safe, meaning-preserving repairs are
-//     applied and recorded (BH-031, BH-033, BH-034, BH-037).
+//     applied and recorded (BH-031, BH-033, BH-034, BH-037). Intake checks
+//     each schema structurally in one linear pass ([tool.CheckSchema]:
+//     depth bound, top-level type, local references, reference cycles,
+//     keyword shapes); the compiler runs when a tool is first activated or
+//     called ([tool.Spec.CompileOnUse]), and a schema it rejects then is
+//     quarantined too (issue 10: thousands of deferred tools compiled at
+//     start-up took seconds). [Options.CompileSchemas] compiles at intake.
 //   - Changes: notifications/tools/list_changed re-fetches the server's
 //     tools once per burst (debounced) and notifies subscribers; a
 //     disconnect removes the server's tools with the reason (BH-043).

@@ -54,6 +54,27 @@ type Options struct {
 	// [DefaultInheritEnv]. A server never sees the host's other variables
 	// (API keys, tokens), as with the TypeScript SDK's default environment.
 	InheritEnv []string
+	// NotificationsPerSecond bounds the notifications (message, progress,
+	// list_changed, ...) handled from one server: a token bucket of this
+	// many per second, as many in a burst. The excess is dropped and
+	// counted (ServerStatus.NotificationsDropped); a dropped list_changed
+	// still leads to one debounced refresh. Default 100.
+	NotificationsPerSecond int
+	// NotificationLogInterval is the least time between two log lines
+	// about dropped notifications of one server. Default 10 s.
+	NotificationLogInterval time.Duration
+	// MaxSchemaDepth bounds the nesting of one tool's input schema, in
+	// levels of JSON objects and arrays (the top-level object is level 1);
+	// a deeper schema is quarantined at intake with the reason. Default
+	// tool.DefaultMaxSchemaDepth (128).
+	MaxSchemaDepth int
+	// CompileSchemas compiles every tool's input schema at intake, so that
+	// a schema the compiler rejects is quarantined at once (what
+	// `aibuddy tools` shows). By default intake checks schemas
+	// structurally (tool.CheckSchema) and each tool compiles its schema
+	// when it is first activated or called: with thousands of tools,
+	// compiling them all held start-up for seconds (issue 10).
+	CompileSchemas bool
 	// HTTPClient is used for http and sse servers; its Transport is wrapped
 	// to add each server's configured headers. Default: a client with its
 	// own transport, whose idle connections Close closes.
@@ -131,6 +152,10 @@ type ServerStatus struct {
 	// StderrTail is the last Options.StderrTailBytes of a stdio server's
 	// stderr.
 	StderrTail string
+	// Notifications is how many notifications the server sent;
+	// NotificationsDropped how many of them were over
+	// Options.NotificationsPerSecond and dropped unhandled.
+	Notifications, NotificationsDropped int64
 	// Elapsed is the time from the start of the connection to connected
 	// or failed.
 	Elapsed time.Duration
@@ -149,6 +174,9 @@ func (s ServerStatus) Summary() string {
 		}
 		if n := len(s.Repairs); n > 0 {
 			sum += fmt.Sprintf(", %d schema repairs", n)
+		}
+		if s.NotificationsDropped > 0 {
+			sum += fmt.Sprintf(", %d of %d notifications dropped (over mcp.notificationsPerSecond)", s.NotificationsDropped, s.Notifications)
 		}
 		return sum
 	case StateFailed, StateDisconnected:
@@ -196,6 +224,8 @@ type conn struct {
 
 	excludedMu sync.Mutex
 	excluded   []Quarantine // tools the SDK dropped from tools/list
+
+	notes *notes // the notification bound
 
 	// Guarded by m.mu.
 	state       State
@@ -258,6 +288,7 @@ func Start(ctx context.Context, servers []ServerConfig, opts *Options) *Manager 
 		c := &conn{m: m, cfg: sc, kick: make(chan struct{}, 1), done: make(chan struct{}),
 			progress: map[string]*tool.Call{}, state: StateConnecting,
 			live: map[string]bool{}, gone: map[string]string{}, defined: map[string]definedTool{}}
+		c.notes = newNotes(sc.Name, o.NotificationsPerSecond, o.NotificationLogInterval, o.Logger, c.signal)
 		m.conns = append(m.conns, c)
 		if sc.Disabled {
 			c.state = StateDisabled
@@ -295,12 +326,14 @@ func (m *Manager) Servers() []ServerStatus {
 	defer m.mu.Unlock()
 	out := make([]ServerStatus, 0, len(m.conns))
 	for _, c := range m.conns {
+		late := c.unusableLocked()
 		s := ServerStatus{
 			Name: c.cfg.Name, Type: c.cfg.Type, State: c.state, Error: c.err,
-			ToolsOffered: c.offered, ToolsLoaded: len(c.tools),
-			Quarantined: append(append([]Quarantine(nil), c.quarantined...), c.collided...),
+			ToolsOffered: c.offered, ToolsLoaded: len(c.tools) - len(late),
+			Quarantined: append(append(append([]Quarantine(nil), c.quarantined...), c.collided...), late...),
 			Repairs:     append([]Repair(nil), c.repairs...),
 			Elapsed:     c.elapsed, ServerInfo: c.info,
+			Notifications: c.notes.received.Load(), NotificationsDropped: c.notes.dropped.Load(),
 		}
 		if c.proc != nil {
 			s.StderrTail = c.proc.errTail.String()
@@ -318,8 +351,37 @@ func (m *Manager) Tools() map[string][]*tool.Tool {
 	defer m.mu.Unlock()
 	out := map[string][]*tool.Tool{}
 	for _, c := range m.conns {
-		if c.state == StateConnected {
-			out[c.cfg.Name] = append([]*tool.Tool(nil), c.tools...)
+		if c.state != StateConnected {
+			continue
+		}
+		ts := make([]*tool.Tool, 0, len(c.tools))
+		for _, t := range c.tools {
+			if _, err := t.Compiled(); err == nil {
+				ts = append(ts, t)
+			}
+		}
+		out[c.cfg.Name] = ts
+	}
+	return out
+}
+
+// unusableLocked lists the loaded tools whose schema failed to compile at
+// their first activation or call, as quarantines. m.mu must be held.
+func (c *conn) unusableLocked() []Quarantine {
+	var out []Quarantine
+	for _, t := range c.tools {
+		if _, err := t.Compiled(); err != nil {
+			orig := c.defined[t.Name()].cand.orig
+			var de *tool.DefinitionError
+			msg := err.Error()
+			if errors.As(err, &de) {
+				msg = de.Keyword + ": " + de.Msg
+				if strings.Contains(de.Msg, de.Keyword) {
+					msg = de.Msg
+				}
+			}
+			out = append(out, Quarantine{Tool: orig, Err: err,
+				Reason: fmt.Sprintf("server %q tool %q: input schema rejected when the tool was first used: %s", c.cfg.Name, orig, msg)})
 		}
 	}
 	return out
@@ -529,7 +591,7 @@ func (m *Manager) rebuildLocked() {
 				defined[name] = d
 			} else {
 				t, err := tool.Define(tool.Spec{Name: name, Description: cd.description, InputSchema: cd.schema,
-					Annotations: cd.annotations, Handler: c.handler(cd.orig)})
+					Annotations: cd.annotations, Handler: c.handler(cd.orig), CompileOnUse: true})
 				if err != nil { // the schema passed tool.Compile in intake; only the unexpected lands here
 					c.collided = append(c.collided, Quarantine{Tool: cd.orig,
 						Reason: fmt.Sprintf("server %q tool %q: %v", c.cfg.Name, cd.orig, err), Err: err})
@@ -584,6 +646,16 @@ func (c *conn) connect(ctx context.Context) {
 		if err != nil {
 			fail(err.Error())
 			return
+		}
+		maxDepth := m.opts.MaxSchemaDepth
+		if maxDepth <= 0 {
+			maxDepth = tool.DefaultMaxSchemaDepth
+		}
+		p.filter = func(line []byte) []byte {
+			if line = c.notes.line(line); line == nil {
+				return nil
+			}
+			return defuse(line, maxDepth, c.exclude)
 		}
 		m.mu.Lock()
 		c.proc = p
@@ -671,9 +743,20 @@ func (c *conn) listTools(ctx context.Context, sess *mcp.ClientSession) ([]*mcp.T
 	return list, nil
 }
 
+// exclude records a tool taken out of tools/list before the SDK read it
+// (defuse), as a quarantine.
+func (c *conn) exclude(name, reason string) {
+	c.excludedMu.Lock()
+	c.excluded = append(c.excluded, Quarantine{Tool: name, Reason: fmt.Sprintf("server %q tool %q: %s", c.cfg.Name, name, reason)})
+	c.excludedMu.Unlock()
+}
+
 // applyListLocked runs intake over a fresh tools/list. m.mu must be held.
 func (c *conn) applyListLocked(list []*mcp.Tool) {
-	cands, repairs, quar := intake(c.cfg.Name, list)
+	cands, repairs, quar := intake(c.cfg.Name, list, intakeOptions{
+		check:   &tool.CheckOptions{MaxDepth: c.m.opts.MaxSchemaDepth},
+		compile: c.m.opts.CompileSchemas,
+	})
 	c.excludedMu.Lock()
 	quar = append(quar, c.excluded...)
 	c.excludedMu.Unlock()
@@ -994,7 +1077,7 @@ func (c *conn) httpTransport(initCtx context.Context) mcp.Transport {
 	} else {
 		inner = &mcp.StreamableClientTransport{Endpoint: c.cfg.URL, HTTPClient: &hc}
 	}
-	return lifeTransport{inner: inner, life: c.m.life, init: initCtx}
+	return lifeTransport{inner: inner, life: c.m.life, init: initCtx, notes: c.notes}
 }
 
 // lifeTransport connects inner with a context that lives until Close, but
@@ -1003,6 +1086,7 @@ type lifeTransport struct {
 	inner mcp.Transport
 	life  context.Context
 	init  context.Context
+	notes *notes // drops notifications over the bound as they are read
 }
 
 func (t lifeTransport) Connect(ctx context.Context) (mcp.Connection, error) {
@@ -1018,13 +1102,28 @@ func (t lifeTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 		cancel()
 		return nil, err
 	}
-	return &cancelConn{Connection: conn, cancel: cancel, stop: stop}, nil
+	return &cancelConn{Connection: conn, cancel: cancel, stop: stop, notes: t.notes}, nil
 }
 
 type cancelConn struct {
 	mcp.Connection
 	cancel context.CancelFunc
 	stop   func() bool
+	notes  *notes
+}
+
+// Read returns the next message, skipping notifications over the bound.
+func (c *cancelConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	for {
+		msg, err := c.Connection.Read(ctx)
+		if err != nil || c.notes == nil {
+			return msg, err
+		}
+		if req, ok := msg.(*jsonrpc.Request); ok && !req.ID.IsValid() && !c.notes.admit(req.Method) {
+			continue
+		}
+		return msg, nil
+	}
 }
 
 func (c *cancelConn) Close() error {

@@ -102,7 +102,7 @@ func FuzzPrepareSchema(f *testing.F) {
 		if json.Unmarshal([]byte(s), &v) != nil {
 			return
 		}
-		raw, _, err := prepareSchema(v)
+		raw, _, err := prepareSchema(v, intakeOptions{})
 		if err != nil {
 			return
 		}
@@ -111,4 +111,48 @@ func FuzzPrepareSchema(f *testing.F) {
 			t.Errorf("accepted %s as %s without a top-level object type", s, raw)
 		}
 	})
+}
+
+// FuzzDefuse: defuse never panics, leaves every message the SDK can read
+// as it is, and turns one it cannot into one it can (or drops it), naming
+// each tool it takes out.
+func FuzzDefuse(f *testing.F) {
+	deep := func(n int) string { return strings.Repeat(`{"a":`, n) + `1` + strings.Repeat(`}`, n) }
+	f.Add(`{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"ok","inputSchema":{"type":"object"}}]}}` + "\n")
+	f.Add(`{"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"deep","inputSchema":` + deep(1200) + `},{"name":"ok"}],"nextCursor":"x"}}` + "\n")
+	f.Add(`{"jsonrpc":"2.0","id":"s","result":{"content":[],"structuredContent":` + deep(1100) + `}}` + "\n")
+	f.Add(`{"jsonrpc":"2.0","method":"notifications/message","params":` + deep(1001) + `}` + "\n")
+	f.Add(strings.Repeat("[", 1500) + "\n")
+	f.Fuzz(func(t *testing.T, line string) {
+		var names []string
+		out := defuse([]byte(line), 128, func(name, reason string) {
+			if !strings.Contains(reason, "mcp.maxSchemaDepth") {
+				t.Errorf("reason %q does not name the setting", reason)
+			}
+			names = append(names, name)
+		})
+		if jsonDepth([]byte(line), sdkMaxDepth) <= sdkMaxDepth {
+			if string(out) != line || names != nil {
+				t.Fatalf("a readable message was changed: %q -> %q", line, out)
+			}
+			return
+		}
+		if out != nil && string(out) != line && jsonDepth(out, sdkMaxDepth) > sdkMaxDepth {
+			t.Fatalf("still too deep after defuse: %.200q", out)
+		}
+	})
+}
+
+func TestDefuseToolsList(t *testing.T) {
+	deep := strings.Repeat(`{"a":`, 1200) + `1` + strings.Repeat(`}`, 1200)
+	line := `{"jsonrpc":"2.0","id":7,"result":{"tools":[{"name":"deep","inputSchema":` + deep + `},{"name":"ok","inputSchema":{"type":"object"}}],"nextCursor":"2"}}` + "\n"
+	var got []string
+	out := defuse([]byte(line), 128, func(name, reason string) { got = append(got, name+": "+reason) })
+	want := `{"id":7,"jsonrpc":"2.0","result":{"nextCursor":"2","tools":[{"name":"ok","inputSchema":{"type":"object"}}]}}` + "\n"
+	if string(out) != want {
+		t.Errorf("defuse = %s, want %s", out, want)
+	}
+	if len(got) != 1 || !strings.HasPrefix(got[0], "deep: input schema rejected: nested deeper than 128 levels") {
+		t.Errorf("quarantined %v", got)
+	}
 }

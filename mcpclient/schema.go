@@ -35,9 +35,15 @@ type candidate struct {
 	annotations *tool.Annotations
 }
 
+// intakeOptions are the Options that bear on schema intake.
+type intakeOptions struct {
+	check   *tool.CheckOptions
+	compile bool // compile every schema at intake (Options.CompileSchemas)
+}
+
 // intake checks every tool of one server's tools/list on its own. It never
 // fails as a whole: each tool is a candidate or a quarantine.
-func intake(server string, list []*mcp.Tool) ([]candidate, []Repair, []Quarantine) {
+func intake(server string, list []*mcp.Tool, o intakeOptions) ([]candidate, []Repair, []Quarantine) {
 	var (
 		cands   []candidate
 		repairs []Repair
@@ -57,7 +63,7 @@ func intake(server string, list []*mcp.Tool) ([]candidate, []Repair, []Quarantin
 			continue
 		}
 		seen[t.Name] = true
-		schema, fixes, err := prepareSchema(t.InputSchema)
+		schema, fixes, err := prepareSchema(t.InputSchema, o)
 		if err != nil {
 			quar = append(quar, Quarantine{Tool: t.Name, Reason: reason(err.Error()), Err: err})
 			continue
@@ -119,19 +125,26 @@ func (e *SchemaError) Error() string { return e.Msg }
 func (e *SchemaError) Unwrap() error { return e.Err }
 
 // prepareSchema applies the safe repairs to an MCP inputSchema (decoded by
-// the SDK as generic JSON) and checks it with tool.Compile. It returns the
-// schema to define the tool with and what was repaired, or a *SchemaError.
+// the SDK as generic JSON) and checks it with tool.CheckSchema: depth,
+// top-level type, local references that resolve, no reference cycle that
+// never ends, keyword shapes (or with tool.CompileWith when o.compile is
+// set). The full compile of a schema that passes happens when the tool is
+// first activated or called (tool.Spec.CompileOnUse). It returns the schema
+// to define the tool with and what was repaired, or a *SchemaError.
 //
 // Repairs (each meaning-preserving, since MCP arguments are always a JSON
 // object): an absent, null or empty schema becomes {"type":"object"}; a
 // missing top-level "type" becomes "object"; a top-level type list that
-// contains "object" becomes "object"; a local $ref into "#/definitions/X"
+// contains "object" becomes "object"; a keyword whose value may never be
+// null but is ("properties": null, "required": null, "description": null:
+// see nullMeansAbsent) is removed, as null can only mean absent there; a
+// local $ref into "#/definitions/X"
 // that only exists as "#/$defs/X" (or the reverse) is pointed at the one
 // that exists. Everything else, including root allOf/anyOf/if-then and
 // $defs, is kept as the server sent it (BH-031, BH-034). The result is
 // re-encoded from the SDK's decoded form: object keys come out sorted and
 // numbers pass through float64 (integers beyond 2^53 lose precision).
-func prepareSchema(in any) (json.RawMessage, []string, error) {
+func prepareSchema(in any, o intakeOptions) (json.RawMessage, []string, error) {
 	var fixes []string
 	if in == nil {
 		return json.RawMessage(`{"type":"object"}`), []string{`no input schema; used {"type":"object"}`}, nil
@@ -143,6 +156,12 @@ func prepareSchema(in any) (json.RawMessage, []string, error) {
 		}
 		in = v
 	}
+	// Bound the depth before anything walks the schema (BH: a schema
+	// nested 2,000 levels deep took the compiler minutes).
+	if err := tool.CheckDepth(in, o.check); err != nil {
+		return nil, nil, &SchemaError{Keyword: "depth", Msg: "input schema rejected: " + err.Error() +
+			"; the limit is the setting mcp.maxSchemaDepth", Err: err}
+	}
 	m, ok := in.(map[string]any)
 	if !ok {
 		return nil, nil, &SchemaError{Keyword: "inputSchema", Msg: "input schema must be a JSON object, got " + jsonKind(in)}
@@ -151,6 +170,7 @@ func prepareSchema(in any) (json.RawMessage, []string, error) {
 		return json.RawMessage(`{"type":"object"}`), []string{`empty input schema; used {"type":"object"}`}, nil
 	}
 	m = cloneMap(m)
+	fixes = append(fixes, dropNulls(m, "", false)...)
 	switch typ := m["type"].(type) {
 	case nil:
 		m["type"] = "object"
@@ -186,7 +206,13 @@ func prepareSchema(in any) (json.RawMessage, []string, error) {
 	if err != nil {
 		return nil, nil, &SchemaError{Keyword: "inputSchema", Msg: "input schema cannot be encoded: " + err.Error(), Err: err}
 	}
-	if _, keyword, err := tool.Compile(raw); err != nil {
+	var keyword string
+	if o.compile {
+		_, keyword, err = tool.CompileWith(raw, o.check)
+	} else {
+		keyword, err = tool.CheckSchema(m, o.check)
+	}
+	if err != nil {
 		msg := err.Error()
 		if keyword != "" && !strings.Contains(msg, keyword) {
 			msg = "at " + keyword + ": " + msg
@@ -195,6 +221,67 @@ func prepareSchema(in any) (json.RawMessage, []string, error) {
 	}
 	sort.Strings(fixes)
 	return raw, fixes, nil
+}
+
+// nullMeansAbsent are the schema keywords (every draft from 04 to
+// 2020-12) whose value may never be null: a null there can only mean the
+// keyword is absent, as generators that write every field of a schema
+// object emit it ("properties": null for a tool without parameters).
+// const and default are data, where null is a value.
+var nullMeansAbsent = map[string]bool{
+	"$id": true, "id": true, "$anchor": true, "$comment": true, "$ref": true, "$defs": true, "definitions": true,
+	"title": true, "description": true, "deprecated": true, "readOnly": true, "writeOnly": true,
+	"type": true, "enum": true, "format": true, "pattern": true,
+	"properties": true, "patternProperties": true, "additionalProperties": true, "propertyNames": true,
+	"required": true, "dependencies": true, "dependentRequired": true, "dependentSchemas": true,
+	"minProperties": true, "maxProperties": true, "unevaluatedProperties": true,
+	"items": true, "prefixItems": true, "additionalItems": true, "contains": true, "minContains": true, "maxContains": true,
+	"minItems": true, "maxItems": true, "uniqueItems": true, "unevaluatedItems": true,
+	"minLength": true, "maxLength": true, "contentEncoding": true, "contentMediaType": true, "contentSchema": true,
+	"minimum": true, "maximum": true, "exclusiveMinimum": true, "exclusiveMaximum": true, "multipleOf": true,
+	"allOf": true, "anyOf": true, "oneOf": true, "not": true, "if": true, "then": true, "else": true,
+	"examples": true,
+}
+
+// dropNulls removes, from every schema object in v (named: v is a map of
+// named subschemas such as "properties"), the keywords of nullMeansAbsent
+// whose value is null, and says where each was. loc is v's location.
+func dropNulls(v any, loc string, named bool) []string {
+	var fixes []string
+	switch v := v.(type) {
+	case map[string]any:
+		for k, sub := range v {
+			if !named && sub == nil && nullMeansAbsent[k] {
+				delete(v, k)
+				where := loc
+				if where == "" {
+					where = "the top level"
+				}
+				fixes = append(fixes, fmt.Sprintf("removed %q: null at %s (null there means absent)", k, where))
+				continue
+			}
+			switch sub.(type) {
+			case map[string]any, []any:
+			default:
+				continue
+			}
+			if !named {
+				switch k {
+				case "const", "default", "enum", "examples":
+					continue
+				}
+			}
+			isMap := !named && (k == "properties" || k == "patternProperties" || k == "$defs" ||
+				k == "definitions" || k == "dependentSchemas")
+			at := loc + "/" + strings.ReplaceAll(strings.ReplaceAll(k, "~", "~0"), "/", "~1")
+			fixes = append(fixes, dropNulls(sub, at, isMap)...)
+		}
+	case []any:
+		for i, sub := range v {
+			fixes = append(fixes, dropNulls(sub, loc+"/"+strconv.Itoa(i), false)...)
+		}
+	}
+	return fixes
 }
 
 // fixRefs walks a schema (named: v is a map of named subschemas such as

@@ -48,7 +48,7 @@ func runTestServer(kind string) {
 		_, _ = bufio.NewReader(os.Stdin).ReadString(0) // until stdin closes
 		return
 	}
-	s := &rawServer{out: bufio.NewWriter(os.Stdout)}
+	s := &rawServer{out: bufio.NewWriter(os.Stdout), half: make(chan struct{}), echoed: make(chan struct{})}
 	if err := json.Unmarshal([]byte(os.Getenv("MCPCLIENT_TOOLS")), &s.tools); err != nil {
 		fmt.Fprintln(os.Stderr, "bad MCPCLIENT_TOOLS:", err)
 		os.Exit(2)
@@ -79,6 +79,11 @@ type rawServer struct {
 	calls  int
 	lists  int
 	chatty int
+
+	halfOnce sync.Once
+	half     chan struct{} // closed when a flood is half sent
+	echoed   chan struct{} // closed when the echo during a flood is answered
+	echoOnce sync.Once
 }
 
 func (s *rawServer) send(v any) {
@@ -167,6 +172,60 @@ func (s *rawServer) call(m rpcMsg) {
 		}
 		time.Sleep(300 * time.Millisecond) // still in flight while the list changes
 		s.reply(m.ID, text("alpha done"))
+	case "flood":
+		// Issue 10: n notifications in a tight loop (message, progress,
+		// list_changed in turn); half way it waits until the call of
+		// "echo" has been answered, then sends the rest and the result.
+		var a struct {
+			N int `json:"n"`
+		}
+		_ = json.Unmarshal(p.Arguments, &a)
+		for i := range a.N {
+			if i == a.N/2 {
+				s.halfOnce.Do(func() { close(s.half) })
+				<-s.echoed
+			}
+			var note map[string]any
+			switch i % 3 {
+			case 0:
+				note = map[string]any{"jsonrpc": "2.0", "method": "notifications/message",
+					"params": map[string]any{"level": "info", "data": fmt.Sprintf("step %d", i)}}
+			case 1:
+				note = map[string]any{"jsonrpc": "2.0", "method": "notifications/progress",
+					"params": map[string]any{"progressToken": "t", "progress": i}}
+			default:
+				note = map[string]any{"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
+			}
+			b, _ := json.Marshal(note)
+			s.mu.Lock()
+			s.out.Write(b)
+			s.out.WriteByte('\n')
+			s.mu.Unlock()
+		}
+		s.reply(m.ID, text(fmt.Sprintf("flooded %d", a.N)))
+	case "change_in_flood":
+		// 200 log messages (past any small bound), then a new tool list
+		// announced by list_changed notifications that will be dropped.
+		for i := range 200 {
+			s.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/message",
+				"params": map[string]any{"level": "info", "data": fmt.Sprintf("line %d", i)}})
+		}
+		s.mu.Lock()
+		s.tools = []json.RawMessage{json.RawMessage(`{"name":"beta","inputSchema":{"type":"object"}}`)}
+		s.mu.Unlock()
+		for range 5 {
+			s.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+		}
+		s.reply(m.ID, text("changed"))
+	case "echo":
+		<-s.half // answered in the middle of the flood
+		s.reply(m.ID, text("echo"))
+		s.echoOnce.Do(func() { close(s.echoed) })
+	case "deep_result":
+		// A result nested 1,500 levels deep: past what the SDK reads.
+		deep := strings.Repeat(`{"a":`, 1500) + `1` + strings.Repeat(`}`, 1500)
+		s.reply(m.ID, map[string]any{"content": []any{map[string]any{"type": "text", "text": "deep"}},
+			"structuredContent": json.RawMessage(deep)})
 	case "rich":
 		s.reply(m.ID, map[string]any{"content": []any{
 			map[string]any{"type": "text", "text": "hello"},

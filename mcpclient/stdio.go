@@ -1,6 +1,7 @@
 package mcpclient
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -87,6 +88,10 @@ type proc struct {
 	signalled   atomic.Bool // set when shutdown sends SIGTERM or SIGKILL
 	grace       time.Duration
 	closeOnce   sync.Once
+
+	// filter, when set before the transport is used, rewrites each line
+	// of stdout (one JSON-RPC message) before the SDK reads it.
+	filter func(line []byte) []byte
 }
 
 // startProc starts sc's command with the inherit variables of the host
@@ -171,25 +176,59 @@ func mergeEnv(host []string, extra map[string]string) []string {
 // transport is the mcp.Transport over the process's pipes.
 func (p *proc) transport() mcp.Transport {
 	return &mcp.IOTransport{
-		Reader:        procReader{p},
+		Reader:        &procReader{p: p, in: bufio.NewReaderSize(p.stdout, 64<<10)},
 		Writer:        procWriter{p},
 		MaxLineLength: mcp.DefaultMaxLineLength,
 	}
 }
 
-type procReader struct{ p *proc }
+// procReader hands the server's stdout to the SDK one line (one JSON-RPC
+// message) at a time, each through defuse first, and keeps the tail of
+// what it read for "garbage on stdout" reasons.
+type procReader struct {
+	p       *proc
+	in      *bufio.Reader
+	pending []byte // rest of the current line, not yet read by the SDK
+	line    []byte // reused buffer for a line longer than in's buffer
+	err     error  // from in, returned once pending is drained
+}
 
-func (r procReader) Read(b []byte) (int, error) {
-	n, err := r.p.stdout.Read(b)
-	if n > 0 {
-		_, _ = r.p.outTail.Write(b[:n])
+func (r *procReader) Read(b []byte) (int, error) {
+	for len(r.pending) == 0 {
+		if r.err != nil {
+			return 0, r.err
+		}
+		chunk, err := r.in.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			r.line = append(r.line[:0], chunk...)
+			for err == bufio.ErrBufferFull {
+				chunk, err = r.in.ReadSlice('\n')
+				r.line = append(r.line, chunk...)
+			}
+			chunk = r.line
+		}
+		r.err = err
+		if len(chunk) > 0 {
+			_, _ = r.p.outTail.Write(chunk)
+			r.pending = r.p.rewrite(chunk)
+		}
 	}
-	return n, err
+	n := copy(b, r.pending)
+	r.pending = r.pending[n:]
+	return n, nil
 }
 
 // Close is a no-op: the connection is closed by closing stdin (procWriter),
 // and stdout is closed by shutdown once the process is gone.
-func (procReader) Close() error { return nil }
+func (*procReader) Close() error { return nil }
+
+// rewrite applies the proc's line filter (set by the connection), if any.
+func (p *proc) rewrite(line []byte) []byte {
+	if p.filter == nil {
+		return line
+	}
+	return p.filter(line)
+}
 
 type procWriter struct{ p *proc }
 

@@ -12,6 +12,12 @@
 // input becomes a Parameters-stage error [Result] naming the field and what
 // was expected.
 //
+// For tools of which a run uses few (thousands of deferred MCP tools),
+// [Spec.CompileOnUse] moves the compile to the tool's first call or
+// [Tool.Compile]; [CheckSchema] is the cheap structural check such a schema
+// passes first (depth bound, top-level type, local references that
+// resolve, no reference cycle that never ends, keyword shapes).
+//
 // A tool's failure is a [Result] with IsError set, a [Stage] and a next step
 // the model can act on; a Go error from this package means the plane itself
 // failed. Stages come from the seed (tools-and-execution.md, "A successful

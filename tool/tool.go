@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
@@ -74,6 +76,16 @@ type Spec struct {
 	Annotations *Annotations
 	// Handler runs a call. Required.
 	Handler Handler
+	// CompileOnUse defers compiling InputSchema to the tool's first Call or
+	// [Tool.Compile], once; Define then only checks that InputSchema is a
+	// JSON object. The caller must already have checked the schema with
+	// [CheckSchema]. A schema that then fails to compile makes Compile
+	// return its *DefinitionError and every Call a Discovery-stage error
+	// naming it. For tools of which a run uses few, such as thousands of
+	// deferred MCP tools, where compiling every schema at start-up would
+	// cost more than the tools that are used. Default false: Define
+	// compiles.
+	CompileOnUse bool
 }
 
 // Tool is a defined tool: a name, a description, a compiled input schema and
@@ -82,9 +94,13 @@ type Tool struct {
 	name        string
 	description string
 	raw         json.RawMessage
-	schema      *jsonschema.Schema
 	annotations *Annotations
 	handler     Handler
+
+	once      sync.Once
+	compiled  atomic.Bool
+	schema    *jsonschema.Schema // set by once
+	schemaErr error              // a *DefinitionError, set by once
 }
 
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
@@ -108,19 +124,51 @@ func Define(spec Spec) (*Tool, error) {
 	if spec.Handler == nil {
 		return fail("handler", "is nil", nil)
 	}
-	compiled, keyword, err := Compile(spec.InputSchema)
-	if err != nil {
-		return fail(keyword, err.Error(), err)
-	}
 	raw := bytes.TrimSpace(spec.InputSchema)
-	return &Tool{
+	t := &Tool{
 		name:        spec.Name,
 		description: spec.Description,
 		raw:         append(json.RawMessage(nil), raw...),
-		schema:      compiled,
 		annotations: spec.Annotations,
 		handler:     spec.Handler,
-	}, nil
+	}
+	if spec.CompileOnUse {
+		if len(raw) == 0 || raw[0] != '{' {
+			return fail("inputSchema", "must be a JSON object", nil)
+		}
+		return t, nil
+	}
+	if err := t.Compile(); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// Compile compiles the input schema if that has not happened yet (a tool
+// defined with [Spec.CompileOnUse]) and returns the outcome, the same on
+// every call: nil, or the *DefinitionError (wrapping [ErrDefinition]) that
+// names the keyword at fault. Safe for concurrent use; the work is done
+// once.
+func (t *Tool) Compile() error {
+	t.once.Do(func() {
+		sch, keyword, err := Compile(t.raw)
+		if err != nil {
+			t.schemaErr = &DefinitionError{Tool: t.name, Keyword: keyword, Msg: err.Error(), Err: err}
+		}
+		t.schema = sch
+		t.compiled.Store(true)
+	})
+	return t.schemaErr
+}
+
+// Compiled reports, without compiling, whether the input schema has been
+// compiled (always true for a tool Define compiled) and, if so, the error
+// [Tool.Compile] returned.
+func (t *Tool) Compiled() (done bool, err error) {
+	if !t.compiled.Load() {
+		return false, nil
+	}
+	return true, t.schemaErr
 }
 
 // MustDefine is Define for built-in tools whose specs are constants; it
@@ -136,36 +184,47 @@ func MustDefine(spec Spec) *Tool {
 // Compile checks a JSON Schema for use as a tool input schema and compiles
 // it without network access, with github.com/santhosh-tekuri/jsonschema/v6
 // (draft 2020-12 by default; "$schema" may choose draft-07 and earlier).
-// On failure it also returns the offending keyword or location: "inputSchema"
-// (not a JSON object), "type" (top level not "object"), "$ref" (a remote or
-// unresolvable reference), or the JSON pointer of the place that fails
-// meta-schema validation, e.g. "/properties/required" (case BH-037).
+// It is CompileWith(raw, nil).
 func Compile(raw json.RawMessage) (*jsonschema.Schema, string, error) {
+	return CompileWith(raw, nil)
+}
+
+// CompileWith is Compile with the bounds of opts (nil: defaults). The schema
+// first passes [CheckSchema] (depth, top-level type, local references,
+// reference cycles, keyword shapes), then the compiler's meta-schema check.
+// On failure it also returns the offending keyword or location: "depth"
+// (nested deeper than opts.MaxDepth), "inputSchema" (not a JSON object),
+// "type" (top level not "object"), "$ref" (a remote or unresolvable
+// reference, or a reference cycle), or the JSON pointer of the place that
+// fails the meta-schema, e.g. "/properties/required" (case BH-037).
+func CompileWith(raw json.RawMessage, opts *CheckOptions) (*jsonschema.Schema, string, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || raw[0] != '{' {
 		return nil, "inputSchema", errors.New("must be a JSON object")
 	}
-	var generic map[string]any
-	if err := json.Unmarshal(raw, &generic); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var generic any
+	if err := dec.Decode(&generic); err != nil {
 		return nil, "inputSchema", fmt.Errorf("not valid JSON: %w", err)
 	}
-	switch typ := generic["type"].(type) {
-	case string:
-		if typ != "object" {
-			return nil, "type", fmt.Errorf(`top level must be "type": "object", got %q`, typ)
+	if dec.More() {
+		return nil, "inputSchema", errors.New("not valid JSON: data after the schema object")
+	}
+	if _, keyword, err := check(generic, opts); err != nil {
+		return nil, keyword, err
+	}
+	return compileChecked(raw, generic)
+}
+
+// compileChecked compiles a schema that passed check; doc is its decoded
+// form.
+func compileChecked(raw json.RawMessage, doc any) (*jsonschema.Schema, string, error) {
+	if _, ok := doc.(map[string]any); !ok {
+		var err error
+		if doc, err = jsonschema.UnmarshalJSON(bytes.NewReader(raw)); err != nil {
+			return nil, "inputSchema", fmt.Errorf("not valid JSON: %w", err)
 		}
-	case nil:
-		return nil, "type", errors.New(`top level must be "type": "object" (missing)`)
-	default:
-		b, _ := json.Marshal(typ)
-		return nil, "type", fmt.Errorf(`top level must be "type": "object", got %s`, b)
-	}
-	if ref := firstRemoteRef(generic, false); ref != "" {
-		return nil, "$ref", fmt.Errorf("%q is not local; only references inside the schema (#/$defs/...) resolve without network access", ref)
-	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-	if err != nil {
-		return nil, "inputSchema", fmt.Errorf("not valid JSON: %w", err)
 	}
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
@@ -259,18 +318,22 @@ func leafErrors(ve *jsonschema.ValidationError) []*jsonschema.ValidationError {
 	return out
 }
 
-// firstRemoteRef walks a decoded schema and returns the first $ref or
-// $dynamicRef that does not start with '#'. Keywords whose values are data,
-// not schemas (const, default, enum, examples), are not walked.
-// A map of named subschemas (properties, $defs, ...) is walked with named
-// set, so a property called "default" is still inspected.
-func firstRemoteRef(v any, named bool) string {
+// scanRefs walks a decoded schema and returns the first $ref or
+// $dynamicRef that does not start with '#', and whether it holds any $ref
+// at all (local). Keywords whose values are data, not schemas (const, default,
+// enum, examples), are not walked. A map of named subschemas (properties,
+// $defs, ...) is walked with named set, so a property called "default" is
+// still inspected.
+func scanRefs(v any, named bool) (remote string, local bool) {
 	switch v := v.(type) {
 	case map[string]any:
 		if !named {
 			for _, k := range []string{"$ref", "$dynamicRef"} {
-				if ref, ok := v[k].(string); ok && !strings.HasPrefix(ref, "#") {
-					return ref
+				if ref, ok := v[k].(string); ok {
+					local = true
+					if ref != "" && !strings.HasPrefix(ref, "#") {
+						return ref, true
+					}
 				}
 			}
 		}
@@ -283,18 +346,22 @@ func firstRemoteRef(v any, named bool) string {
 			}
 			isMap := !named && (k == "properties" || k == "patternProperties" || k == "$defs" ||
 				k == "definitions" || k == "dependentSchemas")
-			if r := firstRemoteRef(sub, isMap); r != "" {
-				return r
+			r, has := scanRefs(sub, isMap)
+			if r != "" {
+				return r, true
 			}
+			local = local || has
 		}
 	case []any:
 		for _, sub := range v {
-			if r := firstRemoteRef(sub, false); r != "" {
-				return r
+			r, has := scanRefs(sub, false)
+			if r != "" {
+				return r, true
 			}
+			local = local || has
 		}
 	}
-	return ""
+	return "", local
 }
 
 // Name is the tool's wire name.
@@ -325,6 +392,9 @@ func (t *Tool) Call(ctx context.Context, call *Call) (res *Result) {
 	if call.Name == "" {
 		call.Name = t.name
 	}
+	if err := t.Compile(); err != nil {
+		return ErrorResult(unusable(err), t.name)
+	}
 	input, perr := decodeInput(call.Input)
 	if perr == nil {
 		perr = t.validate(input)
@@ -353,6 +423,18 @@ func (t *Tool) Call(ctx context.Context, call *Call) (res *Result) {
 		out = &Result{}
 	}
 	return out
+}
+
+// unusable is the Discovery-stage error of a call to a tool whose input
+// schema did not compile at its first use.
+func unusable(err error) *Error {
+	msg := err.Error()
+	var de *DefinitionError
+	if errors.As(err, &de) {
+		msg = de.Keyword + ": " + de.Msg
+	}
+	return (&Error{Stage: Discovery, Msg: "this tool cannot be used: its input schema was rejected when it was first loaded (" + msg + ")", Err: err}).
+		WithHint("do the task with another tool; the tool's provider must fix its input schema")
 }
 
 // decodeInput parses raw as exactly one JSON object, numbers kept exact

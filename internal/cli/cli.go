@@ -142,6 +142,10 @@ type common struct {
 	// long-lived session). A one-shot command (call, tools) does not walk
 	// the workspace for them.
 	sweepTemps bool
+	// compileSchemas compiles every MCP tool's schema at intake (aibuddy
+	// tools shows each one the compiler rejects as quarantined); otherwise
+	// a tool compiles at its first activation or call.
+	compileSchemas bool
 }
 
 // DefaultMCPStartupWait is how long `aibuddy mcp` waits for MCP servers
@@ -333,7 +337,9 @@ func (c *common) resolve(ctx context.Context, o *Options) (*run, error) {
 		r.mcp = mcpclient.Start(ctx, servers, &mcpclient.Options{
 			InitTimeout: r.cfg.MCP.InitTimeout.D(), CallTimeout: r.cfg.MCP.CallTimeout.D(),
 			InheritEnv: append(append([]string(nil), mcpclient.DefaultInheritEnv...), r.cfg.MCP.InheritEnv...),
-			Logger:     r.logger, ClientName: "aibuddy", ClientVersion: Version})
+			Logger:     r.logger, ClientName: "aibuddy", ClientVersion: Version,
+			CompileSchemas: c.compileSchemas, MaxSchemaDepth: r.cfg.MCP.MaxSchemaDepth,
+			NotificationsPerSecond: r.cfg.MCP.NotificationsPerSecond, NotificationLogInterval: r.cfg.MCP.NotificationLogInterval.D()})
 		wait := ctx
 		d := r.cfg.MCP.StartupWait.D()
 		if d == 0 {

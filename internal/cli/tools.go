@@ -15,7 +15,7 @@ import (
 )
 
 func newTools(o *Options) *cobra.Command {
-	var c common
+	c := common{compileSchemas: true}
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "tools",
