@@ -71,7 +71,12 @@ type Pruner interface {
 
 type Store interface {
 	// Put inserts a record or replaces the one with the same ToolCallID,
-	// atomically. A zero Seq gets the next number of its task.
+	// atomically. A zero Seq gets the next number of its task. A Put that
+	// returned nil survives the process being killed; what it survives
+	// beyond (an OS crash, a power loss) is the backend's durability
+	// setting, except that a record whose Outcome is OutcomeRunning (a
+	// call's start, before anything was handed back) may always be kept
+	// only as durably as a process kill requires.
 	Put(ctx context.Context, r *Record) error
 	// Get returns the record with toolCallID, or an error wrapping
 	// ErrNotFound.

@@ -66,11 +66,33 @@ func main() {
 	mode := flag.String("mode", "both", "echo, builtin or both")
 	upstream := flag.String("upstream", "go", "echo server: go (this program as a fixture) or everything (node server-everything)")
 	bin := flag.String("aibuddy", "", "aibuddy binary (default: go build ./cmd/aibuddy into a temporary folder)")
+	flag.StringVar(&recordsSync, "sync", "", `aibuddy's records.sync setting: "normal" or "full" (default: aibuddy's default)`)
 	flag.Parse()
 	if err := run(*n, *warm, *mode, *upstream, *bin); err != nil {
 		fmt.Fprintln(os.Stderr, "mcpproxy:", err)
 		os.Exit(1)
 	}
+}
+
+// recordsSync is the -sync flag.
+var recordsSync string
+
+// settingsArgs writes aibuddy's settings into dir and returns the flags
+// that pass them: records.sync when -sync is given, and count gates wide
+// enough that every upstream tool is listed directly (server-everything
+// has more tools than the default gate of 10 per server; the bench
+// measures proxying, not discovery).
+func settingsArgs(dir string) ([]string, error) {
+	cfg := map[string]any{"discovery": map[string]any{"perServer": 1000, "total": 1000}}
+	if recordsSync != "" {
+		cfg["records"] = map[string]any{"sync": recordsSync}
+	}
+	p := filepath.Join(dir, "aibuddy.json")
+	b, _ := json.Marshal(cfg)
+	if err := os.WriteFile(p, b, 0o600); err != nil {
+		return nil, err
+	}
+	return []string{"--config", p}, nil
 }
 
 func run(n, warm int, mode, upstream, bin string) error {
@@ -151,7 +173,11 @@ func benchEcho(ctx context.Context, n, warm int, tmp, bin, self, upstream string
 		return fmt.Errorf("direct server: %w", err)
 	}
 	defer direct.Close()
-	pc := exec.Command(bin, "mcp", "--mcp-config", cfgPath, "--data-dir", filepath.Join(dir, "data"), "--workspace", filepath.Join(dir, "ws"))
+	extra, err := settingsArgs(dir)
+	if err != nil {
+		return err
+	}
+	pc := exec.Command(bin, append([]string{"mcp", "--mcp-config", cfgPath, "--data-dir", filepath.Join(dir, "data"), "--workspace", filepath.Join(dir, "ws")}, extra...)...)
 	proxy, err := connect(ctx, pc, "fx__echo")
 	if err != nil {
 		return fmt.Errorf("aibuddy mcp: %w", err)
@@ -162,7 +188,7 @@ func benchEcho(ctx context.Context, n, warm int, tmp, bin, self, upstream string
 		a := map[string]any{"message": fmt.Sprintf("hello %d", i)}
 		return a, a
 	}
-	d, p, err := measure(ctx, n, warm, direct, "echo", proxy, "fx__echo", call)
+	d, p, err := measure(ctx, n, warm, side{direct, "echo", dc}, side{proxy, "fx__echo", pc}, call)
 	if err != nil {
 		return err
 	}
@@ -188,7 +214,11 @@ func benchBuiltin(ctx context.Context, n, warm int, tmp, bin, self string) error
 		return fmt.Errorf("direct gateway: %w", err)
 	}
 	defer direct.Close()
-	pc := exec.Command(bin, "mcp", "--data-dir", filepath.Join(dir, "data"), "--workspace", ws)
+	extra, err := settingsArgs(dir)
+	if err != nil {
+		return err
+	}
+	pc := exec.Command(bin, append([]string{"mcp", "--data-dir", filepath.Join(dir, "data"), "--workspace", ws}, extra...)...)
 	proxy, err := connect(ctx, pc, "ls")
 	if err != nil {
 		return fmt.Errorf("aibuddy mcp: %w", err)
@@ -198,7 +228,7 @@ func benchBuiltin(ctx context.Context, n, warm int, tmp, bin, self string) error
 		a := map[string]any{"path": "."}
 		return a, a
 	}
-	d, p, err := measure(ctx, n, warm, direct, "ls", proxy, "ls", call)
+	d, p, err := measure(ctx, n, warm, side{direct, "ls", dc}, side{proxy, "ls", pc}, call)
 	if err != nil {
 		return err
 	}
@@ -208,6 +238,7 @@ func benchBuiltin(ctx context.Context, n, warm int, tmp, bin, self string) error
 
 // connect starts cmd as an MCP server and waits until it lists tool want.
 func connect(ctx context.Context, cmd *exec.Cmd, want string) (*mcp.ClientSession, error) {
+	// cmd.Process is set once Connect has started it; side reads it.
 	cmd.Stderr = os.Stderr
 	c := mcp.NewClient(&mcp.Implementation{Name: "mcpproxy-bench", Version: "1"}, nil)
 	s, err := c.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
@@ -234,25 +265,43 @@ func connect(ctx context.Context, cmd *exec.Cmd, want string) (*mcp.ClientSessio
 	}
 }
 
+// side is one server under measurement.
+type side struct {
+	s    *mcp.ClientSession
+	tool string
+	cmd  *exec.Cmd
+}
+
+// sample is one side's measurements: the latency of each timed call and
+// the server process's CPU time over them (-1 when unknown).
+type sample struct {
+	lat []time.Duration
+	cpu time.Duration
+}
+
 // measure calls both sessions alternately (warm untimed, then n timed
 // each) and returns the latencies; every pair of results must hold the
 // same content.
-func measure(ctx context.Context, n, warm int, direct *mcp.ClientSession, dname string, proxy *mcp.ClientSession, pname string,
-	args func(i int) (map[string]any, map[string]any)) ([]time.Duration, []time.Duration, error) {
-	var d, p []time.Duration
-	one := func(s *mcp.ClientSession, name string, a map[string]any) (string, time.Duration, error) {
+func measure(ctx context.Context, n, warm int, direct, proxy side,
+	args func(i int) (map[string]any, map[string]any)) (sample, sample, error) {
+	var d, p sample
+	one := func(sd side, a map[string]any) (string, time.Duration, error) {
 		t0 := time.Now()
-		res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: a})
+		res, err := sd.s.CallTool(ctx, &mcp.CallToolParams{Name: sd.tool, Arguments: a})
 		el := time.Since(t0)
 		if err != nil {
 			return "", 0, err
 		}
 		if res.IsError {
-			return "", 0, fmt.Errorf("%s returned an error: %s", name, text(res))
+			return "", 0, fmt.Errorf("%s returned an error: %s", sd.tool, text(res))
 		}
 		return text(res), el, nil
 	}
+	var dcpu, pcpu time.Duration
 	for i := range warm + n {
+		if i == warm {
+			dcpu, pcpu = cpuTime(direct.cmd), cpuTime(proxy.cmd)
+		}
 		da, pa := args(i)
 		// Alternate which side goes first, so neither always runs on a
 		// cache the other warmed.
@@ -260,25 +309,65 @@ func measure(ctx context.Context, n, warm int, direct *mcp.ClientSession, dname 
 		var de, pe time.Duration
 		var err error
 		if i%2 == 0 {
-			if dt, de, err = one(direct, dname, da); err == nil {
-				pt, pe, err = one(proxy, pname, pa)
+			if dt, de, err = one(direct, da); err == nil {
+				pt, pe, err = one(proxy, pa)
 			}
 		} else {
-			if pt, pe, err = one(proxy, pname, pa); err == nil {
-				dt, de, err = one(direct, dname, da)
+			if pt, pe, err = one(proxy, pa); err == nil {
+				dt, de, err = one(direct, da)
 			}
 		}
 		if err != nil {
-			return nil, nil, fmt.Errorf("call %d: %w", i, err)
+			return d, p, fmt.Errorf("call %d: %w", i, err)
 		}
 		if dt != pt {
-			return nil, nil, fmt.Errorf("call %d: results differ:\ndirect: %q\nproxy:  %q", i, dt, pt)
+			return d, p, fmt.Errorf("call %d: results differ:\ndirect: %q\nproxy:  %q", i, dt, pt)
 		}
 		if i >= warm {
-			d, p = append(d, de), append(p, pe)
+			d.lat, p.lat = append(d.lat, de), append(p.lat, pe)
 		}
 	}
+	d.cpu, p.cpu = since(dcpu, cpuTime(direct.cmd)), since(pcpu, cpuTime(proxy.cmd))
 	return d, p, nil
+}
+
+func since(a, b time.Duration) time.Duration {
+	if a < 0 || b < 0 {
+		return -1
+	}
+	return b - a
+}
+
+// cpuTime is the user+system CPU time of the process so far, from
+// /proc/<pid>/stat (Linux; -1 elsewhere). Its own threads only, not its
+// children.
+func cpuTime(cmd *exec.Cmd) time.Duration {
+	if cmd.Process == nil {
+		return -1
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", cmd.Process.Pid))
+	if err != nil {
+		return -1
+	}
+	// Fields after the parenthesised command name; utime and stime are
+	// fields 14 and 15, in clock ticks (USER_HZ, 100 on Linux).
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return -1
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 13 {
+		return -1
+	}
+	var ut, st int64
+	if _, err := fmt.Sscan(f[11], &ut); err != nil {
+		return -1
+	}
+	if _, err := fmt.Sscan(f[12], &st); err != nil {
+		return -1
+	}
+	return time.Duration(ut+st) * (time.Second / 100)
 }
 
 func text(res *mcp.CallToolResult) string {
@@ -300,12 +389,18 @@ func quantile(ds []time.Duration, q float64) time.Duration {
 
 func us(d time.Duration) string { return fmt.Sprintf("%.0f µs", float64(d)/float64(time.Microsecond)) }
 
-func report(title string, n int, d, p []time.Duration) {
-	dm, pm := quantile(d, 0.5), quantile(p, 0.5)
-	d99, p99 := quantile(d, 0.99), quantile(p, 0.99)
+func report(title string, n int, d, p sample) {
+	dm, pm := quantile(d.lat, 0.5), quantile(p.lat, 0.5)
+	d99, p99 := quantile(d.lat, 0.99), quantile(p.lat, 0.99)
+	cpu := func(c time.Duration) string {
+		if c < 0 {
+			return "?"
+		}
+		return us(c / time.Duration(n))
+	}
 	fmt.Printf("%s, %d calls each, results equal\n", title, n)
-	fmt.Printf("  %-8s median %9s  p99 %9s\n", "direct", us(dm), us(d99))
-	fmt.Printf("  %-8s median %9s  p99 %9s\n", "aibuddy", us(pm), us(p99))
+	fmt.Printf("  %-8s median %9s  p99 %9s  server CPU/call %8s\n", "direct", us(dm), us(d99), cpu(d.cpu))
+	fmt.Printf("  %-8s median %9s  p99 %9s  server CPU/call %8s\n", "aibuddy", us(pm), us(p99), cpu(p.cpu))
 	fmt.Printf("  added    median %9s  p99 %9s  ratio %.2f (median)\n", us(pm-dm), us(p99-d99), float64(pm)/float64(dm))
 }
 
@@ -335,12 +430,15 @@ func serve(what string) error {
 			return err
 		}
 		defer os.RemoveAll(data)
-		reg := cli.BuiltinRegistry(&config.Config{}, data, emptySkills())
+		cfg := &config.Config{}
+		reg := cli.BuiltinRegistry(cfg, data, emptySkills())
 		set, _, err := capability.Resolve(reg, capability.RunSpec{Sandbox: sb})
 		if err != nil {
 			return err
 		}
-		return mcpserver.New(set, nil).Run(ctx, &mcp.StdioTransport{})
+		// The same approval policy as aibuddy mcp's default: the gate
+		// runs on both sides.
+		return mcpserver.New(set, &mcpserver.Options{Policy: cli.Policy(cfg)}).Run(ctx, &mcp.StdioTransport{})
 	}
 	return errors.New(envServe + ": want echo or builtin:<workspace>")
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/aibuddy/aibuddy/config"
 	"github.com/aibuddy/aibuddy/result"
 	"github.com/aibuddy/aibuddy/store"
 	"github.com/aibuddy/aibuddy/store/sqlitestore"
@@ -166,10 +167,12 @@ stage and outcome, and a recovery pointer once a large result was compacted.`,
 func (c *common) openStore() (store.Store, error) {
 	cfgDir := ""
 	dd := c.dataDir
-	if dd == "" {
-		if cfg, dir, err := c.loadConfig(); err != nil {
-			return nil, err
-		} else if cfg != nil {
+	settings := &config.Config{}
+	if cfg, dir, err := c.loadConfig(); err != nil {
+		return nil, err
+	} else if cfg != nil {
+		settings = cfg
+		if dd == "" {
 			cfgDir = dir
 			dd = dataDir("", cfg.DataDir, cfgDir)
 		}
@@ -177,7 +180,7 @@ func (c *common) openStore() (store.Store, error) {
 	if dd == "" {
 		dd = dataDir("", "", "")
 	}
-	st, err := sqlitestore.Open(filepath.Join(dd, "records.db"), nil)
+	st, err := sqlitestore.Open(filepath.Join(dd, "records.db"), StoreOptions(settings))
 	if err != nil {
 		return nil, usageErr("opening the call records: %v", err)
 	}

@@ -294,6 +294,23 @@ func testUpsert(t *testing.T, s store.Store) {
 	mustPut(t, s, bare)
 	wantRecord(t, mustGet(t, s, "b"), bare, true)
 
+	// A running record over an existing id replaces it too, keeping its
+	// Seq; one moved to another task while running takes that task's next.
+	again := &store.Record{ToolCallID: "b", TaskID: "t", Tool: "execute", Input: json.RawMessage(`{"command":"make -j"}`),
+		Outcome: store.OutcomeRunning, StartedAt: base.Add(time.Hour)}
+	mustPut(t, s, again)
+	if again.Seq != 2 {
+		t.Errorf("running replacement got Seq %d, want the record's own 2", again.Seq)
+	}
+	wantRecord(t, mustGet(t, s, "b"), again, true)
+	// A finished record whose explicit Seq differs from the stored one
+	// takes the Seq given.
+	reseq := &store.Record{ToolCallID: "b", TaskID: "t", Seq: 7, Tool: "execute", Outcome: store.OutcomeOK}
+	mustPut(t, s, reseq)
+	wantRecord(t, mustGet(t, s, "b"), reseq, true)
+	bare.Seq = 2
+	mustPut(t, s, bare)
+
 	// Moving a record to another task gives it that task's next Seq.
 	moved := rec("u", "a")
 	mustPut(t, s, moved)
