@@ -179,7 +179,7 @@ type Outcome struct {
 	// Replaced is true when the store now holds the compact form.
 	Replaced bool
 	// Reason says why nothing was replaced ("under threshold", "not
-	// smaller", "keep", "already compacted", "running").
+	// smaller", "keep", "already compacted", "running", "interrupted").
 	Reason       string
 	BeforeTokens int // tokens of the model text before
 	AfterTokens  int // tokens of the compact text
@@ -200,7 +200,7 @@ type Outcome struct {
 // Threshold (an o200k_base token is at least one byte), which is reported
 // "under threshold" by Last.
 func (c *Compactor) Schedule(ctx context.Context, rec *store.Record) {
-	if rec.Outcome == store.OutcomeRunning || rec.Compaction != store.CompactionNone {
+	if rec.Outcome == store.OutcomeRunning || rec.Outcome == store.OutcomeInterrupted || rec.Compaction != store.CompactionNone {
 		return
 	}
 	if len(rec.Model) < c.skipBelow {
@@ -278,8 +278,8 @@ func (c *Compactor) Compact(ctx context.Context, rec *store.Record) (Outcome, er
 	}
 	out.Strategy = c.StrategyOf(cur.Tool)
 	switch {
-	case cur.Outcome == store.OutcomeRunning:
-		out.Reason = "running"
+	case cur.Outcome == store.OutcomeRunning || cur.Outcome == store.OutcomeInterrupted:
+		out.Reason = string(cur.Outcome)
 		return out, nil
 	case cur.Compaction != store.CompactionNone:
 		out.Reason = "already compacted"

@@ -2,10 +2,12 @@ package main_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -100,4 +102,96 @@ func TestMCPKillKeepsEveryAcknowledgedCall(t *testing.T) {
 		}
 	}
 	t.Logf("%d acknowledged calls, all recorded", len(acked))
+}
+
+// TestMCPKilledMidCallShowsInterrupted kills aibuddy mcp with SIGKILL while
+// an execute call runs; the next start (here `aibuddy calls`) finds the
+// call's record still running with its process gone and shows it as
+// interrupted, with when.
+func TestMCPKilledMidCallShowsInterrupted(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ws, data := t.TempDir(), t.TempDir()
+	started := make(chan string, 1)
+	cmd := exec.Command(bin, "mcp", "--workspace", ws, "--data-dir", data)
+	cmd.Stderr = &testWriter{t: t, prefix: "aibuddy stderr: "}
+	client := mcp.NewClient(&mcp.Implementation{Name: "e2e-interrupt", Version: "1"}, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			if f := strings.Fields(req.Params.Message); len(f) == 2 && f[0] == "started" {
+				select {
+				case started <- f[1]:
+				default:
+				}
+			}
+		}})
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	// The command prints its pid and becomes sleep (exec), so the test can
+	// end it: a SIGKILL to aibuddy leaves its process group running.
+	p := &mcp.CallToolParams{Name: "execute", Arguments: map[string]any{"command": "echo started $$; exec sleep 30"}}
+	p.SetProgressToken("kill-me")
+	callDone := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(ctx, p)
+		callDone <- err
+	}()
+	var pid int
+	select {
+	case s := <-started:
+		if _, err := fmt.Sscan(s, &pid); err != nil {
+			t.Fatalf("pid %q: %v", s, err)
+		}
+	case err := <-callDone:
+		t.Fatalf("the call ended before it started running: %v", err)
+	case <-ctx.Done():
+		t.Fatal("no progress from the running command")
+	}
+	defer func() {
+		if proc, err := os.FindProcess(pid); err == nil {
+			proc.Kill()
+		}
+	}()
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-callDone; err == nil {
+		t.Fatal("the call returned a result although its server was killed")
+	}
+
+	run := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command(bin, append(args, "--data-dir", data)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("aibuddy %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	var tasks []struct {
+		Task        string `json:"task"`
+		Interrupted int    `json:"interrupted"`
+	}
+	if err := json.Unmarshal([]byte(run("calls", "list", "--json")), &tasks); err != nil || len(tasks) != 1 {
+		t.Fatalf("tasks %+v, %v", tasks, err)
+	}
+	if tasks[0].Interrupted != 1 {
+		t.Errorf("task %s lists %d interrupted calls, want 1", tasks[0].Task, tasks[0].Interrupted)
+	}
+	var calls []result.Client
+	if err := json.Unmarshal([]byte(run("calls", "list", "--task", tasks[0].Task, "--json")), &calls); err != nil || len(calls) != 1 {
+		t.Fatalf("calls %+v, %v", calls, err)
+	}
+	c := calls[0]
+	if c.Status != result.StatusInterrupted || c.InterruptedAt.IsZero() || c.Tool != "execute" {
+		t.Errorf("the killed call lists as %+v, want execute, interrupted with a time", c)
+	}
+	if table := run("calls", "list", "--task", tasks[0].Task); !strings.Contains(table, "interrupted (found ") {
+		t.Errorf("calls list table does not show the interruption and when:\n%s", table)
+	}
+	show := run("calls", "show", c.ToolCallID)
+	if !strings.Contains(show, "interrupted (found ") || !strings.Contains(show, "effect may be partial") {
+		t.Errorf("calls show:\n%s", show)
+	}
 }

@@ -43,6 +43,19 @@
 // connections ([Options.Readers]) and see the last committed state of both
 // processes.
 //
+// # Interrupted calls
+//
+// Each open Store is an owner: it writes its owner id into every record it
+// puts and holds an exclusive flock(2) on <file>-owners/<owner>.lock while
+// it is open; the kernel releases that lock when the process ends, however
+// it ends. [Open] marks every record still "running" whose owner's lock
+// is free (or whose lock file is gone, or that was written before owners
+// were recorded) as "interrupted", with InterruptedAt set to the time of
+// the open, and removes the lock files of owners that are gone. A record
+// running in a store that is still open, in this process or another, is
+// left alone; a later Put of the call's real end replaces the mark. On
+// systems without flock nothing is marked.
+//
 // # Schema
 //
 // Records live in table calls (tool_call_id primary key; raw input, output

@@ -68,6 +68,8 @@ type Options struct {
 	// go together into the next one, one sync for all. Count. Default
 	// (0): 64.
 	MaxBatch int
+	// Now is the clock of InterruptedAt. Default time.Now.
+	Now func() time.Time
 }
 
 const (
@@ -97,6 +99,9 @@ type Store struct {
 	leading bool
 	closed  bool
 	full    bool // the write connection's synchronous level is FULL now (leader only)
+
+	owner string   // this instance's owner id (owner.go)
+	lock  *os.File // its lock file, locked while the store is open
 
 	// Test hooks (export_test.go); nil in use.
 	onQueue      func(queued int) // a write was queued behind a leader (under wmu)
@@ -153,7 +158,11 @@ func Open(path string, opts *Options) (*Store, error) {
 	}
 	f.Close()
 
-	s := &Store{path: abs, sync: opts.Sync, maxBatch: maxBatch}
+	s := &Store{path: abs, sync: opts.Sync, maxBatch: maxBatch, owner: newOwner()}
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
 	common := url.Values{}
 	common.Set("_busy_timeout", strconv.FormatInt(busy.Milliseconds(), 10))
 	common.Set("_foreign_keys", "on")
@@ -221,6 +230,16 @@ func Open(path string, opts *Options) (*Store, error) {
 	}
 	s.idle = sync.NewCond(&s.wmu)
 	s.full = s.sync == SyncFull
+	if canLock {
+		if err := s.takeOwnership(); err != nil {
+			s.closeAll()
+			return nil, s.fail("open", fmt.Errorf("owner lock: %w", err))
+		}
+	}
+	if err := s.markInterrupted(ctx, now()); err != nil {
+		s.Close()
+		return nil, s.fail("open", err)
+	}
 	return s, nil
 }
 
@@ -283,11 +302,15 @@ func (s *Store) Put(ctx context.Context, r *store.Record) error {
 	if err != nil {
 		return s.failID("put", r.ToolCallID, fmt.Errorf("EndedAt: %w", err))
 	}
+	interrupted, err := nanos(r.InterruptedAt)
+	if err != nil {
+		return s.failID("put", r.ToolCallID, fmt.Errorf("InterruptedAt: %w", err))
+	}
 
 	var seq int64
 	err = s.write(ctx, r.Outcome == store.OutcomeRunning, func(ctx context.Context) error {
 		var err error
-		seq, err = s.put(ctx, r, started, ended)
+		seq, err = s.put(ctx, r, started, ended, interrupted)
 		return err
 	})
 	if err != nil {
@@ -302,7 +325,7 @@ func (s *Store) Put(ctx context.Context, r *store.Record) error {
 // Seq computed in it), a record finished in place one UPDATE, neither
 // touching an index; anything else (a replacement that changes task or
 // Seq, a new record with an id in use) takes the general path.
-func (s *Store) put(ctx context.Context, r *store.Record, started, ended any) (int64, error) {
+func (s *Store) put(ctx context.Context, r *store.Record, started, ended, interrupted any) (int64, error) {
 	w := &s.ws
 	if _, err := w.touch.ExecContext(ctx, r.TaskID); err != nil {
 		return 0, err
@@ -310,7 +333,7 @@ func (s *Store) put(ctx context.Context, r *store.Record, started, ended any) (i
 	var seq int64
 	if r.Outcome == store.OutcomeRunning {
 		err := w.insertCall.QueryRowContext(ctx, r.ToolCallID, r.TaskID, r.Seq, r.Tool, blob(r.Model),
-			r.Stage, string(r.Outcome), started, ended, string(r.Compaction), r.Pointer).Scan(&seq)
+			r.Stage, string(r.Outcome), started, ended, string(r.Compaction), r.Pointer, interrupted, s.owner).Scan(&seq)
 		if err == nil {
 			_, err = w.putRaw.ExecContext(ctx, r.ToolCallID, blob(r.Input), blob(r.Output))
 			return seq, err
@@ -320,7 +343,7 @@ func (s *Store) put(ctx context.Context, r *store.Record, started, ended any) (i
 		}
 	} else {
 		err := w.finishCall.QueryRowContext(ctx, r.Tool, blob(r.Model), r.Stage, string(r.Outcome),
-			started, ended, string(r.Compaction), r.Pointer, r.ToolCallID, r.TaskID, r.Seq).Scan(&seq)
+			started, ended, string(r.Compaction), r.Pointer, r.ToolCallID, r.TaskID, r.Seq, interrupted, s.owner).Scan(&seq)
 		if err == nil {
 			res, err := w.finishRaw.ExecContext(ctx, blob(r.Input), blob(r.Output), r.ToolCallID)
 			if err != nil {
@@ -350,7 +373,7 @@ func (s *Store) put(ctx context.Context, r *store.Record, started, ended any) (i
 		}
 	}
 	if _, err := w.putCall.ExecContext(ctx, r.ToolCallID, r.TaskID, seq, r.Tool, blob(r.Model),
-		r.Stage, string(r.Outcome), started, ended, string(r.Compaction), r.Pointer); err != nil {
+		r.Stage, string(r.Outcome), started, ended, string(r.Compaction), r.Pointer, interrupted, s.owner); err != nil {
 		return 0, err
 	}
 	if _, err := w.putRaw.ExecContext(ctx, r.ToolCallID, blob(r.Input), blob(r.Output)); err != nil {
@@ -374,7 +397,7 @@ func isConstraint(err error) bool {
 
 // selectRecords reads whole records; append a WHERE clause.
 const selectRecords = `SELECT c.tool_call_id, c.task_id, c.seq, c.tool, r.input, r.output, c.model,
-  c.stage, c.outcome, c.started_at, c.ended_at, c.compaction, c.pointer
+  c.stage, c.outcome, c.started_at, c.ended_at, c.compaction, c.pointer, c.interrupted_at
 FROM calls c LEFT JOIN raws r ON r.tool_call_id = c.tool_call_id `
 
 // Get returns the record with toolCallID, or an error wrapping
@@ -491,7 +514,7 @@ func (s *Store) Close() error {
 		s.idle.Wait()
 	}
 	s.wmu.Unlock()
-	if err := s.closeAll(); err != nil {
+	if err := errors.Join(s.closeAll(), s.releaseOwnership()); err != nil {
 		return s.fail("close", err)
 	}
 	return nil
@@ -520,9 +543,10 @@ func scanRecord(sc scanner) (*store.Record, error) {
 		input, output, model any
 		outcome, compaction  string
 		startedAt, endedAt   sql.NullInt64
+		interruptedAt        sql.NullInt64
 	)
 	if err := sc.Scan(&r.ToolCallID, &r.TaskID, &r.Seq, &r.Tool, &input, &output, &model,
-		&r.Stage, &outcome, &startedAt, &endedAt, &compaction, &r.Pointer); err != nil {
+		&r.Stage, &outcome, &startedAt, &endedAt, &compaction, &r.Pointer, &interruptedAt); err != nil {
 		return nil, err
 	}
 	var err error
@@ -542,6 +566,9 @@ func scanRecord(sc scanner) (*store.Record, error) {
 	}
 	if endedAt.Valid {
 		r.EndedAt = time.Unix(0, endedAt.Int64).UTC()
+	}
+	if interruptedAt.Valid {
+		r.InterruptedAt = time.Unix(0, interruptedAt.Int64).UTC()
 	}
 	return &r, nil
 }

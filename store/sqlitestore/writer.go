@@ -252,26 +252,27 @@ WHERE tasks.touched < (SELECT max(touched) FROM tasks)`}, // already the latest 
 		// A new record, its Seq (?3, 0: the task's next) computed in place.
 		{&w.insertCall, `
 INSERT INTO calls (tool_call_id, task_id, seq, tool, model, stage, outcome,
-                   started_at, ended_at, compaction, pointer)
+                   started_at, ended_at, compaction, pointer, interrupted_at, owner)
 VALUES (?1, ?2, CASE WHEN ?3 > 0 THEN ?3 ELSE (SELECT coalesce(max(seq), 0) + 1 FROM calls WHERE task_id = ?2) END,
-        ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
+        ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
 RETURNING seq`},
 		// A record finished in place: same task, Seq kept (?11, 0) or equal.
 		{&w.finishCall, `
 UPDATE calls SET tool = ?1, model = ?2, stage = ?3, outcome = ?4, started_at = ?5, ended_at = ?6,
-  compaction = ?7, pointer = ?8
+  compaction = ?7, pointer = ?8, interrupted_at = ?12, owner = ?13
 WHERE tool_call_id = ?9 AND task_id = ?10 AND (?11 = 0 OR seq = ?11)
 RETURNING seq`},
 		{&w.finishRaw, `UPDATE raws SET input = ?, output = ? WHERE tool_call_id = ?`},
 		{&w.putCall, `
 INSERT INTO calls (tool_call_id, task_id, seq, tool, model, stage, outcome,
-                   started_at, ended_at, compaction, pointer)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                   started_at, ended_at, compaction, pointer, interrupted_at, owner)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (tool_call_id) DO UPDATE SET
   task_id = excluded.task_id, seq = excluded.seq, tool = excluded.tool,
   model = excluded.model, stage = excluded.stage, outcome = excluded.outcome,
   started_at = excluded.started_at, ended_at = excluded.ended_at,
-  compaction = excluded.compaction, pointer = excluded.pointer`},
+  compaction = excluded.compaction, pointer = excluded.pointer,
+  interrupted_at = excluded.interrupted_at, owner = excluded.owner`},
 		{&w.putRaw, `
 INSERT INTO raws (tool_call_id, input, output) VALUES (?, ?, ?)
 ON CONFLICT (tool_call_id) DO UPDATE SET input = excluded.input, output = excluded.output`},

@@ -143,6 +143,7 @@ func diff(got, want *store.Record, withSeq bool) []string {
 	tm("EndedAt", got.EndedAt, want.EndedAt)
 	str("Compaction", string(got.Compaction), string(want.Compaction))
 	str("Pointer", got.Pointer, want.Pointer)
+	tm("InterruptedAt", got.InterruptedAt, want.InterruptedAt)
 	return d
 }
 
@@ -257,6 +258,16 @@ func testRoundTrip(t *testing.T, s store.Store) {
 	if !got.EndedAt.IsZero() {
 		t.Errorf("zero EndedAt came back as %v", got.EndedAt)
 	}
+
+	// An interrupted record keeps when it was found so; a Put of the
+	// call's real end clears it.
+	cut := &store.Record{ToolCallID: "call_cut", TaskID: "task-1", Tool: "execute", Input: json.RawMessage(`{}`),
+		Outcome: store.OutcomeInterrupted, StartedAt: base, InterruptedAt: base.Add(time.Hour)}
+	mustPut(t, s, cut)
+	wantRecord(t, mustGet(t, s, "call_cut"), cut, true)
+	ended := rec("task-1", "call_cut")
+	mustPut(t, s, ended)
+	wantRecord(t, mustGet(t, s, "call_cut"), ended, false)
 }
 
 func testUpsert(t *testing.T, s store.Store) {
