@@ -103,6 +103,9 @@ type Compactor struct {
 	last   sync.Map // toolCallID → Outcome of the latest background run
 
 	defaultCounter bool // o.Counter is Count, so maxCount bounds it
+	// skipBelow: a record whose model form has fewer bytes than this is
+	// under the threshold without counting (0: always count).
+	skipBelow int
 }
 
 // ErrBadOptions is wrapped by New's errors.
@@ -133,9 +136,14 @@ func New(st store.Store, opts *Options) (*Compactor, error) {
 	if o.Target >= o.Threshold {
 		o.Target = max(o.Threshold-1, 1)
 	}
+	c := &Compactor{}
 	defaultCounter := o.Counter == nil
 	if defaultCounter {
 		o.Counter = Count
+		// An o200k_base token is at least one byte of text, and the text
+		// of a model form is at most its JSON's bytes: a form of fewer
+		// bytes than Threshold cannot reach Threshold tokens.
+		c.skipBelow = o.Threshold
 	}
 	if o.Workers <= 0 {
 		o.Workers = DefaultWorkers
@@ -143,7 +151,7 @@ func New(st store.Store, opts *Options) (*Compactor, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	c := &Compactor{st: st, o: o, sem: make(chan struct{}, o.Workers), defaultCounter: defaultCounter}
+	c.st, c.o, c.sem, c.defaultCounter = st, o, make(chan struct{}, o.Workers), defaultCounter
 	c.base, c.cancel = context.WithCancel(context.Background())
 	return c, nil
 }
@@ -174,7 +182,7 @@ type Outcome struct {
 	// Replaced is true when the store now holds the compact form.
 	Replaced bool
 	// Reason says why nothing was replaced ("under threshold", "not
-	// smaller", "keep", "already compacted", "running").
+	// smaller", "keep", "already compacted", "running", "interrupted").
 	Reason       string
 	BeforeTokens int // tokens of the model text before; -1 when under the threshold by its length alone (not counted)
 	AfterTokens  int // tokens of the compact text
@@ -187,7 +195,25 @@ type Outcome struct {
 // once (result.Compactor). The work stops when ctx is cancelled (a user or
 // parent-run stop) or the compactor is closed; a stopped compaction leaves
 // the record as it was. After Close it does nothing.
+//
+// A record that cannot need compaction is settled at once, with no
+// background work, no store read and no token count: one still running or
+// already compacted, one whose tool's strategy is Keep, and, with the
+// default Counter, one whose model form (JSON) has fewer bytes than
+// Threshold (an o200k_base token is at least one byte), which is reported
+// "under threshold" by Last.
 func (c *Compactor) Schedule(ctx context.Context, rec *store.Record) {
+	if rec.Outcome == store.OutcomeRunning || rec.Outcome == store.OutcomeInterrupted || rec.Compaction != store.CompactionNone {
+		return
+	}
+	if len(rec.Model) < c.skipBelow {
+		c.last.Store(rec.ToolCallID, Outcome{ToolCallID: rec.ToolCallID, Strategy: c.StrategyOf(rec.Tool),
+			Reason: "under threshold", BeforeBytes: len(rec.Model)})
+		return
+	}
+	if c.StrategyOf(rec.Tool) == Keep {
+		return
+	}
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -261,8 +287,8 @@ func (c *Compactor) Compact(ctx context.Context, rec *store.Record) (Outcome, er
 	}
 	out.Strategy = c.StrategyOf(cur.Tool)
 	switch {
-	case cur.Outcome == store.OutcomeRunning:
-		out.Reason = "running"
+	case cur.Outcome == store.OutcomeRunning || cur.Outcome == store.OutcomeInterrupted:
+		out.Reason = string(cur.Outcome)
 		return out, nil
 	case cur.Compaction != store.CompactionNone:
 		out.Reason = "already compacted"

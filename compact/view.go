@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/theory/jsonpath"
@@ -291,8 +292,11 @@ func (v *viewer) source(rec *store.Record, part string) (viewSource, string, err
 		}
 	}
 	if len(bytes.TrimSpace(raw)) == 0 {
-		if rec.Outcome == store.OutcomeRunning {
+		switch rec.Outcome {
+		case store.OutcomeRunning:
 			return textSource(""), "no output recorded (outcome running: the call is still running, or the process ended before it finished)", nil
+		case store.OutcomeInterrupted:
+			return textSource(""), fmt.Sprintf("no output recorded (outcome interrupted: the process ended while the call ran; found at %s); its effect may be partial", rec.InterruptedAt.Format(time.RFC3339)), nil
 		}
 		return textSource(""), "no output recorded", nil
 	}

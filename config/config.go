@@ -49,6 +49,8 @@ type Config struct {
 	Provider Provider `json:"provider"`
 	// Agent configures `aibuddy run`'s step loop.
 	Agent Agent `json:"agent"`
+	// Records configures the durable call records (records.db in DataDir).
+	Records Records `json:"records"`
 	// MCPServers is kept verbatim in the Claude Desktop format
 	// ({"name": {"command": ..., "args": [...], "env": {...}} or
 	// {"url": ..., "type": "http"|"sse", "headers": {...}}}).
@@ -142,6 +144,21 @@ type Agent struct {
 	// Default 150,000 (a 200,000-token model with room for its answer);
 	// lower it for a smaller model.
 	ContextBudgetTokens int `json:"contextBudgetTokens,omitempty"`
+}
+
+// Records configures the call records. Zero means the default given.
+type Records struct {
+	// Sync is what a call's final record survives before its result is
+	// handed back: "normal" (default) survives the process being killed
+	// (SIGKILL, a crash, OOM) but the last commits before an OS crash or
+	// power loss may be lost; "full" syncs the record to disk first
+	// (survives power loss; one fsync per commit, shared by calls that
+	// finish together). Neither mode ever corrupts the file.
+	Sync string `json:"sync,omitempty"`
+	// MaxBatch is the most records committed in one transaction when
+	// calls finish at once (they share one commit and its sync). Count;
+	// default 64.
+	MaxBatch int `json:"maxBatch,omitempty"`
 }
 
 // Approval configures human decisions (seed: "High-impact actions also
@@ -416,6 +433,7 @@ func (c *Config) validate() error {
 		"agent.contextBudgetTokens":  int64(c.Agent.ContextBudgetTokens),
 		"mcp.maxSchemaDepth":         int64(c.MCP.MaxSchemaDepth),
 		"mcp.notificationsPerSecond": int64(c.MCP.NotificationsPerSecond), "mcp.notificationLogInterval": int64(c.MCP.NotificationLogInterval),
+		"records.maxBatch": int64(c.Records.MaxBatch),
 	}
 	var bad []string
 	for k, v := range ints {
@@ -447,6 +465,11 @@ func (c *Config) validate() error {
 	}
 	if t := c.Compaction; t.ThresholdTokens > 0 && t.TargetTokens >= t.ThresholdTokens {
 		return fmt.Errorf("compaction.targetTokens (%d) must be below compaction.thresholdTokens (%d)", t.TargetTokens, t.ThresholdTokens)
+	}
+	switch c.Records.Sync {
+	case "", "normal", "full":
+	default:
+		return fmt.Errorf("records.sync: %q (want normal or full)", c.Records.Sync)
 	}
 	switch c.Provider.NativeToolSearch {
 	case "", "auto", "on", "off":

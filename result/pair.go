@@ -27,8 +27,9 @@ type Use struct {
 //   - a cancelled record gives an error whose text starts with
 //     "cancelled after D (stopped by the user or the parent run)" followed
 //     by the partial output the tool returned;
-//   - a record still "running" (the process died, or the call was
-//     abandoned) gives an error "interrupted: no result was recorded";
+//   - a record still "running" (the call was abandoned) or "interrupted"
+//     (its process ended while it ran) gives an error "interrupted: no
+//     result was recorded";
 //   - a use with no record gives an error "not run: cancelled".
 //
 // Call it only for a turn whose calls have all returned or been given up:
@@ -47,7 +48,7 @@ func Pair(ctx context.Context, st store.Store, uses []Use) ([]Model, error) {
 			return nil, fmt.Errorf("result: pair %s: %w", u.ID, err)
 		}
 		switch rec.Outcome {
-		case store.OutcomeRunning:
+		case store.OutcomeRunning, store.OutcomeInterrupted:
 			out = append(out, synthetic(u, "interrupted: no result was recorded (the call was stopped or the process ended while it ran); its effect may be partial, inspect before retrying"))
 			continue
 		}

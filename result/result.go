@@ -106,6 +106,9 @@ const (
 	StatusOK        Status = "ok"
 	StatusError     Status = "error"
 	StatusCancelled Status = "cancelled"
+	// StatusInterrupted: the call's process ended while it ran (a later
+	// start found it so, at InterruptedAt).
+	StatusInterrupted Status = "interrupted"
 )
 
 // Client is the client projection of a call: display fields and the
@@ -124,6 +127,9 @@ type Client struct {
 	Duration   time.Duration `json:"durationNs,omitempty"`
 	Output     string        `json:"output,omitempty"` // the whole output text, never compacted
 	Compaction string        `json:"compaction,omitempty"`
+	// InterruptedAt is when the call was found interrupted (Status
+	// interrupted), else zero.
+	InterruptedAt time.Time `json:"interruptedAt,omitzero"`
 }
 
 // ClientOf is the client projection of a record.
@@ -132,6 +138,7 @@ func ClientOf(rec *store.Record) Client {
 		ToolCallID: rec.ToolCallID, TaskID: rec.TaskID, Tool: rec.Tool,
 		Target: Target(rec.Input), Stage: rec.Stage,
 		StartedAt: rec.StartedAt, EndedAt: rec.EndedAt, Compaction: string(rec.Compaction),
+		InterruptedAt: rec.InterruptedAt,
 	}
 	switch rec.Outcome {
 	case store.OutcomeOK:
@@ -140,6 +147,8 @@ func ClientOf(rec *store.Record) Client {
 		c.Status = StatusError
 	case store.OutcomeCancelled:
 		c.Status = StatusCancelled
+	case store.OutcomeInterrupted:
+		c.Status = StatusInterrupted
 	default:
 		c.Status = StatusRunning
 	}

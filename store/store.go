@@ -18,7 +18,12 @@ const (
 	OutcomeOK        Outcome = "ok"        // the tool returned a result without IsError
 	OutcomeError     Outcome = "error"     // an error result (Stage says where)
 	OutcomeCancelled Outcome = "cancelled" // stopped by the user or the parent run
-	OutcomeRunning   Outcome = "running"   // recorded at start, not finished (or the process died)
+	OutcomeRunning   Outcome = "running"   // recorded at start, not finished yet
+	// OutcomeInterrupted: the call was running when its process ended
+	// (killed, crashed); a later start of a store on the same data found
+	// it so and marked it, at Record.InterruptedAt. No result was handed
+	// back; its effect may be partial.
+	OutcomeInterrupted Outcome = "interrupted"
 )
 
 // Compaction says what replaced the model form of a result.
@@ -55,10 +60,12 @@ type Record struct {
 	// offloaded (compacted_outputs/<taskId>/<toolCallId>.json, relative to
 	// the data folder), "" when none.
 	Pointer string
+	// InterruptedAt is when a store found the record running with its
+	// writer gone and marked it OutcomeInterrupted; zero otherwise. Put
+	// stores it as given (a Put of the call's real end clears it).
+	InterruptedAt time.Time
 }
 
-// Store keeps records. Implementations are safe for concurrent use by many
-// goroutines, and their files for concurrent use by two processes.
 // Pruner is an optional interface of a [Store] for data retention.
 // PruneBefore deletes every task whose newest record started (or, without
 // a start, ended) before cutoff, with all its records and raw payloads,
@@ -69,9 +76,21 @@ type Pruner interface {
 	PruneBefore(ctx context.Context, cutoff time.Time) ([]string, error)
 }
 
+// Store keeps records. Implementations are safe for concurrent use by many
+// goroutines, and their files for concurrent use by two processes.
+//
+// A Store that keeps its records across processes marks, when it opens,
+// every record left OutcomeRunning by a writer that no longer runs (its
+// process was killed or crashed) as OutcomeInterrupted with InterruptedAt
+// set; records of writers still running are left as they are.
 type Store interface {
 	// Put inserts a record or replaces the one with the same ToolCallID,
-	// atomically. A zero Seq gets the next number of its task.
+	// atomically. A zero Seq gets the next number of its task. A Put that
+	// returned nil survives the process being killed; what it survives
+	// beyond (an OS crash, a power loss) is the backend's durability
+	// setting, except that a record whose Outcome is OutcomeRunning (a
+	// call's start, before anything was handed back) may always be kept
+	// only as durably as a process kill requires.
 	Put(ctx context.Context, r *Record) error
 	// Get returns the record with toolCallID, or an error wrapping
 	// ErrNotFound.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/aibuddy/aibuddy/config"
 	"github.com/aibuddy/aibuddy/result"
 	"github.com/aibuddy/aibuddy/store"
 	"github.com/aibuddy/aibuddy/store/sqlitestore"
@@ -49,7 +50,10 @@ stage and outcome, and a recovery pointer once a large result was compacted.`,
 					Task     string         `json:"task"`
 					Calls    int            `json:"calls"`
 					Failures map[string]int `json:"failuresByStage"`
-					Started  time.Time      `json:"startedAt"`
+					// Interrupted counts calls whose process ended while
+					// they ran.
+					Interrupted int       `json:"interrupted"`
+					Started     time.Time `json:"startedAt"`
 				}
 				var rows []row
 				for _, t := range tasks {
@@ -61,6 +65,9 @@ stage and outcome, and a recovery pointer once a large result was compacted.`,
 					for i, rec := range recs {
 						if i == 0 {
 							r.Started = rec.StartedAt
+						}
+						if rec.Outcome == store.OutcomeInterrupted {
+							r.Interrupted++
 						}
 						if rec.Outcome == store.OutcomeError || rec.Outcome == store.OutcomeCancelled {
 							stage := rec.Stage
@@ -76,9 +83,9 @@ stage and outcome, and a recovery pointer once a large result was compacted.`,
 					return writeJSON(w, rows)
 				}
 				tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "TASK\tSTARTED\tCALLS\tFAILURES BY STAGE")
+				fmt.Fprintln(tw, "TASK\tSTARTED\tCALLS\tFAILURES BY STAGE\tINTERRUPTED")
 				for _, r := range rows {
-					fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", r.Task, r.Started.Local().Format(time.DateTime), r.Calls, stages(r.Failures))
+					fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\n", r.Task, r.Started.Local().Format(time.DateTime), r.Calls, stages(r.Failures), r.Interrupted)
 				}
 				return tw.Flush()
 			}
@@ -101,7 +108,7 @@ stage and outcome, and a recovery pointer once a large result was compacted.`,
 			tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "TOOL CALL ID\tTOOL\tSTATUS\tSTAGE\tDURATION\tCOMPACTION\tTARGET")
 			for _, v := range views {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", v.ToolCallID, v.Tool, v.Status, dash(v.Stage),
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", v.ToolCallID, v.Tool, status(v), dash(v.Stage),
 					v.Duration.Round(time.Millisecond), dash(v.Compaction), firstLine(v.Target, 60))
 			}
 			return tw.Flush()
@@ -135,7 +142,10 @@ stage and outcome, and a recovery pointer once a large result was compacted.`,
 				if showJSON {
 					return writeJSON(w, v)
 				}
-				fmt.Fprintf(w, "%s %s (%s) %s %s\n\n%s\n", v.ToolCallID, v.Tool, v.Target, v.Status, v.Duration.Round(time.Millisecond), v.Output)
+				fmt.Fprintf(w, "%s %s (%s) %s %s\n\n%s\n", v.ToolCallID, v.Tool, v.Target, status(v), v.Duration.Round(time.Millisecond), v.Output)
+				if v.Status == result.StatusInterrupted {
+					fmt.Fprintln(w, "The process ended while this call ran; no result was handed back and its effect may be partial: inspect before running it again.")
+				}
 				return nil
 			case "model":
 				m, err := result.ModelOf(rec)
@@ -166,10 +176,12 @@ stage and outcome, and a recovery pointer once a large result was compacted.`,
 func (c *common) openStore() (store.Store, error) {
 	cfgDir := ""
 	dd := c.dataDir
-	if dd == "" {
-		if cfg, dir, err := c.loadConfig(); err != nil {
-			return nil, err
-		} else if cfg != nil {
+	settings := &config.Config{}
+	if cfg, dir, err := c.loadConfig(); err != nil {
+		return nil, err
+	} else if cfg != nil {
+		settings = cfg
+		if dd == "" {
 			cfgDir = dir
 			dd = dataDir("", cfg.DataDir, cfgDir)
 		}
@@ -177,7 +189,7 @@ func (c *common) openStore() (store.Store, error) {
 	if dd == "" {
 		dd = dataDir("", "", "")
 	}
-	st, err := sqlitestore.Open(filepath.Join(dd, "records.db"), nil)
+	st, err := sqlitestore.Open(filepath.Join(dd, "records.db"), StoreOptions(settings))
 	if err != nil {
 		return nil, usageErr("opening the call records: %v", err)
 	}
@@ -186,21 +198,22 @@ func (c *common) openStore() (store.Store, error) {
 
 func recordJSON(rec *store.Record) any {
 	return struct {
-		ToolCallID string          `json:"toolCallId"`
-		TaskID     string          `json:"taskId"`
-		Seq        int64           `json:"seq"`
-		Tool       string          `json:"tool"`
-		Input      json.RawMessage `json:"input"`
-		Output     json.RawMessage `json:"output"`
-		Model      json.RawMessage `json:"model,omitempty"`
-		Stage      string          `json:"stage,omitempty"`
-		Outcome    store.Outcome   `json:"outcome"`
-		StartedAt  time.Time       `json:"startedAt"`
-		EndedAt    time.Time       `json:"endedAt"`
-		Compaction string          `json:"compaction,omitempty"`
-		Pointer    string          `json:"pointer,omitempty"`
+		ToolCallID    string          `json:"toolCallId"`
+		TaskID        string          `json:"taskId"`
+		Seq           int64           `json:"seq"`
+		Tool          string          `json:"tool"`
+		Input         json.RawMessage `json:"input"`
+		Output        json.RawMessage `json:"output"`
+		Model         json.RawMessage `json:"model,omitempty"`
+		Stage         string          `json:"stage,omitempty"`
+		Outcome       store.Outcome   `json:"outcome"`
+		StartedAt     time.Time       `json:"startedAt"`
+		EndedAt       time.Time       `json:"endedAt"`
+		Compaction    string          `json:"compaction,omitempty"`
+		Pointer       string          `json:"pointer,omitempty"`
+		InterruptedAt time.Time       `json:"interruptedAt,omitzero"`
 	}{rec.ToolCallID, rec.TaskID, rec.Seq, rec.Tool, orNull(rec.Input), orNull(rec.Output), rec.Model, rec.Stage,
-		rec.Outcome, rec.StartedAt, rec.EndedAt, string(rec.Compaction), rec.Pointer}
+		rec.Outcome, rec.StartedAt, rec.EndedAt, string(rec.Compaction), rec.Pointer, rec.InterruptedAt}
 }
 
 func orNull(b json.RawMessage) json.RawMessage {
@@ -226,6 +239,15 @@ func stages(m map[string]int) string {
 	}
 	sort.Strings(parts)
 	return strings.Join(parts, ", ")
+}
+
+// status is a call's status as the tables show it; an interrupted call
+// says when it was found so ("interrupted (found 2026-05-09 07:30:00)").
+func status(v result.Client) string {
+	if v.Status == result.StatusInterrupted && !v.InterruptedAt.IsZero() {
+		return fmt.Sprintf("%s (found %s)", v.Status, v.InterruptedAt.Local().Format(time.DateTime))
+	}
+	return string(v.Status)
 }
 
 func dash(s string) string {

@@ -283,7 +283,7 @@ func (c *common) resolve(ctx context.Context, o *Options) (*run, error) {
 		r.close()
 		return nil, usageErr("refusing to start: %v", err)
 	}
-	st, err := sqlitestore.Open(filepath.Join(r.dataDir, "records.db"), nil)
+	st, err := sqlitestore.Open(filepath.Join(r.dataDir, "records.db"), StoreOptions(r.cfg))
 	if err != nil {
 		r.close()
 		return nil, usageErr("opening the call records: %v (set --data-dir to a writable folder)", err)
@@ -560,6 +560,18 @@ func BuiltinRegistry(cfg *config.Config, dataDir string, cat *skills.Catalog) *r
 			MaxTokens: cc.ViewMaxTokens, MaxJSONBytes: cc.ViewMaxJSONBytes}))
 	metas := append(append([]registry.Meta(nil), coretools.Metas...), approval.Meta, skills.Meta, compact.Meta)
 	return registry.New(groups, metas, nil)
+}
+
+// StoreOptions are the call records' options from the settings (records.*):
+// sync "normal" by default (a call's record survives the process being
+// killed before its result is handed back; "full" also survives power
+// loss, at one fsync per commit).
+func StoreOptions(cfg *config.Config) *sqlitestore.Options {
+	o := &sqlitestore.Options{Sync: sqlitestore.SyncNormal, MaxBatch: cfg.Records.MaxBatch}
+	if cfg.Records.Sync == "full" {
+		o.Sync = sqlitestore.SyncFull
+	}
+	return o
 }
 
 // outputsDir is where execute keeps full output under dataDir ("" when

@@ -17,22 +17,44 @@
 //     process kill, an OS crash and a power loss. NORMAL syncs only at
 //     checkpoints: a Put that returned survives a process kill (SIGKILL,
 //     panic) but the last commits before an OS crash or power loss may be
-//     lost; the file is never corrupted either way. FULL is the default
-//     because the record must be durable before the model projection is
-//     handed back; NORMAL is several times faster on disks with slow fsync.
+//     lost; the file is never corrupted either way. Under FULL, two writes
+//     are committed without a sync, as under NORMAL: a record whose Outcome
+//     is "running" (a call's start: the call has handed nothing back yet,
+//     and a power loss also undoes the call's own unsynced effects) and a
+//     ReplaceModel (undoing it leaves the whole model form, which is still
+//     correct); the next synced commit makes them durable too. aibuddy's
+//     CLI chooses with the setting records.sync (default "normal").
 //   - foreign_keys=ON: a record's task row must exist (the schema keeps a
 //     tasks table for recency).
 //
 // # Concurrency
 //
 // A [Store] is safe for concurrent use by many goroutines. Writes go through
-// one connection (writers are serialized inside the process, so goroutines
-// queue in database/sql instead of spinning on SQLITE_BUSY), and every write
-// is one BEGIN IMMEDIATE transaction, so two processes on one file queue on
-// SQLite's write lock through busy_timeout rather than failing when a read
-// transaction tries to upgrade. Reads use a separate pool of read-only
+// one connection with statements prepared once, and are committed in groups
+// (group commit): a write that finds no commit under way commits at once on
+// its caller's goroutine; writes that arrive while one commits queue and go
+// together into the next transaction, at most [Options.MaxBatch] of them,
+// sharing its commit and its sync. Each write of a group runs inside its
+// own SAVEPOINT, so one that fails is rolled back alone; a write returns
+// only once the transaction holding it has committed. Every transaction is
+// BEGIN IMMEDIATE, so two processes on one file queue on SQLite's write
+// lock through busy_timeout rather than failing when a read transaction
+// tries to upgrade. Reads use a separate pool of read-only
 // connections ([Options.Readers]) and see the last committed state of both
 // processes.
+//
+// # Interrupted calls
+//
+// Each open Store is an owner: it writes its owner id into every record it
+// puts and holds an exclusive flock(2) on <file>-owners/<owner>.lock while
+// it is open; the kernel releases that lock when the process ends, however
+// it ends. [Open] marks every record still "running" whose owner's lock
+// is free (or whose lock file is gone, or that was written before owners
+// were recorded) as "interrupted", with InterruptedAt set to the time of
+// the open, and removes the lock files of owners that are gone. A record
+// running in a store that is still open, in this process or another, is
+// left alone; a later Put of the call's real end replaces the mark. On
+// systems without flock nothing is marked.
 //
 // # Schema
 //

@@ -43,11 +43,19 @@ CREATE TABLE raws (
 ) STRICT;
 CREATE INDEX calls_task_seq ON calls (task_id, seq);
 `,
+	// 2: who wrote each record (the store instance, for finding the
+	// running records of writers that are gone) and when a record was
+	// found interrupted.
+	`
+ALTER TABLE calls ADD COLUMN owner TEXT NOT NULL DEFAULT '';  -- '' : written before version 2
+ALTER TABLE calls ADD COLUMN interrupted_at INTEGER;          -- Unix nanoseconds; NULL unless interrupted
+CREATE INDEX calls_running ON calls (owner) WHERE outcome = 'running';
+`,
 }
 
 // SchemaVersion is the schema version (PRAGMA user_version) this build
 // writes: the number of migration steps it knows.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // migrate brings the database to len(steps), one step per BEGIN IMMEDIATE
 // transaction together with its user_version bump, so a crash or a

@@ -3,6 +3,7 @@ package sqlitestore
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -70,7 +71,7 @@ func TestMigrateStepsInOrder(t *testing.T) {
 	bad := append(append([]string(nil), next...),
 		`CREATE TABLE half (x INTEGER); INSERT INTO no_such_table VALUES (1)`)
 	err := migrate(ctx, db, bad)
-	if err == nil || !strings.Contains(err.Error(), "schema step 3 to 4") {
+	if want := fmt.Sprintf("schema step %d to %d", len(next), len(next)+1); err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("failing step: err = %v", err)
 	}
 	if v := version(t, db); v != len(next) {

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/aibuddy/aibuddy/store"
@@ -62,20 +63,49 @@ type Options struct {
 	// Tasks); more concurrent reads queue for a free one. Count. Default
 	// (0): 4. Writes always use one connection of their own.
 	Readers int
+	// MaxBatch is the most writes committed in one transaction (group
+	// commit): writes that arrive while a commit is under way wait and
+	// go together into the next one, one sync for all. Count. Default
+	// (0): 64.
+	MaxBatch int
+	// Now is the clock of InterruptedAt. Default time.Now.
+	Now func() time.Time
 }
 
 const (
 	defaultBusyTimeout = 10 * time.Second
 	defaultReaders     = 4
+	defaultMaxBatch    = 64
 )
 
 // Store is a [store.Store] on one SQLite file. Create one with [Open]; it is
 // safe for concurrent use by many goroutines, and its file for two or more
 // processes at once.
 type Store struct {
-	path string
-	w    *sql.DB // one connection, BEGIN IMMEDIATE transactions
-	r    *sql.DB // read-only connections
+	path     string
+	sync     Sync
+	maxBatch int
+	w        *sql.DB   // one connection: migrations, then the writer's
+	conn     *sql.Conn // the write connection, used by the writer goroutine only
+	ws       writeStmts
+	r        *sql.DB // read-only connections
+	rs       readStmts
+
+	// Group commit (writer.go): writes queue under wmu; one caller at a
+	// time leads, committing the queue in batches.
+	wmu     sync.Mutex
+	idle    *sync.Cond // signalled when no one leads
+	queue   []*op
+	leading bool
+	closed  bool
+	full    bool // the write connection's synchronous level is FULL now (leader only)
+
+	owner string   // this instance's owner id (owner.go)
+	lock  *os.File // its lock file, locked while the store is open
+
+	// Test hooks (export_test.go); nil in use.
+	onQueue      func(queued int) // a write was queued behind a leader (under wmu)
+	beforeCommit func(batch int)  // the leader is about to begin a batch
 }
 
 var _ store.Store = (*Store)(nil)
@@ -97,7 +127,7 @@ func Open(path string, opts *Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
 	}
-	sync, err := opts.Sync.pragma()
+	syncPragma, err := opts.Sync.pragma()
 	if err != nil {
 		return nil, fmt.Errorf("sqlitestore: open %s: %w", abs, err)
 	}
@@ -112,6 +142,10 @@ func Open(path string, opts *Options) (*Store, error) {
 	if readers <= 0 {
 		readers = defaultReaders
 	}
+	maxBatch := opts.MaxBatch
+	if maxBatch <= 0 {
+		maxBatch = defaultMaxBatch
+	}
 
 	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
 		return nil, fmt.Errorf("sqlitestore: open %s: create folder: %w", abs, err)
@@ -124,11 +158,15 @@ func Open(path string, opts *Options) (*Store, error) {
 	}
 	f.Close()
 
-	s := &Store{path: abs}
+	s := &Store{path: abs, sync: opts.Sync, maxBatch: maxBatch, owner: newOwner()}
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
 	common := url.Values{}
 	common.Set("_busy_timeout", strconv.FormatInt(busy.Milliseconds(), 10))
 	common.Set("_foreign_keys", "on")
-	common.Set("_synchronous", sync)
+	common.Set("_synchronous", syncPragma)
 
 	wq := cloneValues(common)
 	wq.Set("_journal_mode", "WAL")
@@ -162,12 +200,20 @@ func Open(path string, opts *Options) (*Store, error) {
 		s.w.Close()
 		return nil, s.fail("migrate", err)
 	}
+	if s.conn, err = s.w.Conn(ctx); err != nil {
+		s.w.Close()
+		return nil, s.fail("open", err)
+	}
+	if err := s.ws.prepare(ctx, s.conn); err != nil {
+		s.closeAll()
+		return nil, s.fail("prepare", err)
+	}
 
 	rq := cloneValues(common)
 	rq.Set("_query_only", "on")
 	s.r, err = sql.Open("sqlite", dsn(abs, rq))
 	if err != nil {
-		s.w.Close()
+		s.closeAll()
 		return nil, s.fail("open", err)
 	}
 	s.r.SetMaxOpenConns(readers)
@@ -175,6 +221,22 @@ func Open(path string, opts *Options) (*Store, error) {
 	s.r.SetConnMaxIdleTime(0)
 	s.r.SetConnMaxLifetime(0)
 	if err := s.r.PingContext(ctx); err != nil {
+		s.closeAll()
+		return nil, s.fail("open", err)
+	}
+	if err := s.rs.prepare(ctx, s.r); err != nil {
+		s.closeAll()
+		return nil, s.fail("prepare", err)
+	}
+	s.idle = sync.NewCond(&s.wmu)
+	s.full = s.sync == SyncFull
+	if canLock {
+		if err := s.takeOwnership(); err != nil {
+			s.closeAll()
+			return nil, s.fail("open", fmt.Errorf("owner lock: %w", err))
+		}
+	}
+	if err := s.markInterrupted(ctx, now()); err != nil {
 		s.Close()
 		return nil, s.fail("open", err)
 	}
@@ -240,56 +302,16 @@ func (s *Store) Put(ctx context.Context, r *store.Record) error {
 	if err != nil {
 		return s.failID("put", r.ToolCallID, fmt.Errorf("EndedAt: %w", err))
 	}
+	interrupted, err := nanos(r.InterruptedAt)
+	if err != nil {
+		return s.failID("put", r.ToolCallID, fmt.Errorf("InterruptedAt: %w", err))
+	}
 
 	var seq int64
-	err = s.write(ctx, func(tx *sql.Tx) error {
-		var oldTask string
-		var oldSeq int64
-		err := tx.QueryRowContext(ctx, `SELECT task_id, seq FROM calls WHERE tool_call_id = ?`, r.ToolCallID).Scan(&oldTask, &oldSeq)
-		exists := err == nil
-		if err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return err
-		}
-		seq = r.Seq
-		if seq == 0 {
-			if exists && oldTask == r.TaskID {
-				seq = oldSeq
-			} else if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) + 1 FROM calls WHERE task_id = ?`, r.TaskID).Scan(&seq); err != nil {
-				return err
-			}
-		}
-		if _, err := tx.ExecContext(ctx, `
-INSERT INTO tasks (task_id, touched) VALUES (?, (SELECT coalesce(max(touched), 0) + 1 FROM tasks))
-ON CONFLICT (task_id) DO UPDATE SET touched = excluded.touched`, r.TaskID); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `
-INSERT INTO calls (tool_call_id, task_id, seq, tool, model, stage, outcome,
-                   started_at, ended_at, compaction, pointer)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-ON CONFLICT (tool_call_id) DO UPDATE SET
-  task_id = excluded.task_id, seq = excluded.seq, tool = excluded.tool,
-  model = excluded.model, stage = excluded.stage, outcome = excluded.outcome,
-  started_at = excluded.started_at, ended_at = excluded.ended_at,
-  compaction = excluded.compaction, pointer = excluded.pointer`,
-			r.ToolCallID, r.TaskID, seq, r.Tool, blob(r.Model),
-			r.Stage, string(r.Outcome), started, ended, string(r.Compaction), r.Pointer); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `
-INSERT INTO raws (tool_call_id, input, output) VALUES (?, ?, ?)
-ON CONFLICT (tool_call_id) DO UPDATE SET input = excluded.input, output = excluded.output`,
-			r.ToolCallID, blob(r.Input), blob(r.Output)); err != nil {
-			return err
-		}
-		if exists && oldTask != r.TaskID {
-			// The record moved: forget the old task if it is now empty.
-			if _, err := tx.ExecContext(ctx, `
-DELETE FROM tasks WHERE task_id = ? AND NOT EXISTS (SELECT 1 FROM calls WHERE task_id = ?)`, oldTask, oldTask); err != nil {
-				return err
-			}
-		}
-		return nil
+	err = s.write(ctx, r.Outcome == store.OutcomeRunning, func(ctx context.Context) error {
+		var err error
+		seq, err = s.put(ctx, r, started, ended, interrupted)
+		return err
 	})
 	if err != nil {
 		return s.failID("put", r.ToolCallID, err)
@@ -298,15 +320,90 @@ DELETE FROM tasks WHERE task_id = ? AND NOT EXISTS (SELECT 1 FROM calls WHERE ta
 	return nil
 }
 
+// put writes r inside the current transaction and returns its Seq. The two
+// Puts of a call take a short path each: a new record is one INSERT (its
+// Seq computed in it), a record finished in place one UPDATE, neither
+// touching an index; anything else (a replacement that changes task or
+// Seq, a new record with an id in use) takes the general path.
+func (s *Store) put(ctx context.Context, r *store.Record, started, ended, interrupted any) (int64, error) {
+	w := &s.ws
+	if _, err := w.touch.ExecContext(ctx, r.TaskID); err != nil {
+		return 0, err
+	}
+	var seq int64
+	if r.Outcome == store.OutcomeRunning {
+		err := w.insertCall.QueryRowContext(ctx, r.ToolCallID, r.TaskID, r.Seq, r.Tool, blob(r.Model),
+			r.Stage, string(r.Outcome), started, ended, string(r.Compaction), r.Pointer, interrupted, s.owner).Scan(&seq)
+		if err == nil {
+			_, err = w.putRaw.ExecContext(ctx, r.ToolCallID, blob(r.Input), blob(r.Output))
+			return seq, err
+		}
+		if !isConstraint(err) {
+			return 0, err
+		}
+	} else {
+		err := w.finishCall.QueryRowContext(ctx, r.Tool, blob(r.Model), r.Stage, string(r.Outcome),
+			started, ended, string(r.Compaction), r.Pointer, r.ToolCallID, r.TaskID, r.Seq, interrupted, s.owner).Scan(&seq)
+		if err == nil {
+			res, err := w.finishRaw.ExecContext(ctx, blob(r.Input), blob(r.Output), r.ToolCallID)
+			if err != nil {
+				return 0, err
+			}
+			if n, err := res.RowsAffected(); err != nil || n == 1 {
+				return seq, err
+			}
+		} else if !errors.Is(err, sql.ErrNoRows) {
+			return 0, err
+		}
+	}
+
+	var oldTask string
+	var oldSeq int64
+	err := w.lookup.QueryRowContext(ctx, r.ToolCallID).Scan(&oldTask, &oldSeq)
+	exists := err == nil
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return 0, err
+	}
+	seq = r.Seq
+	if seq == 0 {
+		if exists && oldTask == r.TaskID {
+			seq = oldSeq
+		} else if err := w.nextSeq.QueryRowContext(ctx, r.TaskID).Scan(&seq); err != nil {
+			return 0, err
+		}
+	}
+	if _, err := w.putCall.ExecContext(ctx, r.ToolCallID, r.TaskID, seq, r.Tool, blob(r.Model),
+		r.Stage, string(r.Outcome), started, ended, string(r.Compaction), r.Pointer, interrupted, s.owner); err != nil {
+		return 0, err
+	}
+	if _, err := w.putRaw.ExecContext(ctx, r.ToolCallID, blob(r.Input), blob(r.Output)); err != nil {
+		return 0, err
+	}
+	if exists && oldTask != r.TaskID {
+		// The record moved: forget the old task if it is now empty.
+		if _, err := w.forgetTask.ExecContext(ctx, oldTask, oldTask); err != nil {
+			return 0, err
+		}
+	}
+	return seq, nil
+}
+
+// isConstraint reports whether err is SQLITE_CONSTRAINT (any extended
+// code).
+func isConstraint(err error) bool {
+	var coded interface{ Code() int }
+	return errors.As(err, &coded) && coded.Code()&0xff == 19
+}
+
 // selectRecords reads whole records; append a WHERE clause.
 const selectRecords = `SELECT c.tool_call_id, c.task_id, c.seq, c.tool, r.input, r.output, c.model,
-  c.stage, c.outcome, c.started_at, c.ended_at, c.compaction, c.pointer
+  c.stage, c.outcome, c.started_at, c.ended_at, c.compaction, c.pointer, c.interrupted_at
 FROM calls c LEFT JOIN raws r ON r.tool_call_id = c.tool_call_id `
 
 // Get returns the record with toolCallID, or an error wrapping
 // [store.ErrNotFound]. Timestamps come back in UTC with their nanoseconds.
 func (s *Store) Get(ctx context.Context, toolCallID string) (*store.Record, error) {
-	row := s.r.QueryRowContext(ctx, selectRecords+`WHERE c.tool_call_id = ?`, toolCallID)
+	row := s.rs.get.QueryRowContext(ctx, toolCallID)
 	r, err := scanRecord(row)
 	if errors.Is(err, sql.ErrNoRows) {
 		err = store.ErrNotFound
@@ -321,7 +418,7 @@ func (s *Store) Get(ctx context.Context, toolCallID string) (*store.Record, erro
 // with explicit Seqs, in insertion order); an unknown task gives an empty
 // list and no error. The list is one consistent snapshot.
 func (s *Store) ListTask(ctx context.Context, taskID string) ([]*store.Record, error) {
-	rows, err := s.r.QueryContext(ctx, selectRecords+`WHERE c.task_id = ? ORDER BY c.seq, c.rowid`, taskID)
+	rows, err := s.rs.list.QueryContext(ctx, taskID)
 	if err != nil {
 		return nil, s.failID("list task", taskID, err)
 	}
@@ -347,13 +444,11 @@ func (s *Store) Tasks(ctx context.Context, limit int) ([]string, error) {
 	if limit < 0 {
 		return nil, s.fail("tasks", fmt.Errorf("negative limit %d", limit))
 	}
-	q := `SELECT task_id FROM tasks WHERE EXISTS (SELECT 1 FROM calls WHERE calls.task_id = tasks.task_id) ORDER BY touched DESC`
-	var args []any
-	if limit > 0 {
-		q += ` LIMIT ?`
-		args = append(args, limit)
+	n := int64(limit)
+	if limit == 0 {
+		n = -1 // SQLite: no limit
 	}
-	rows, err := s.r.QueryContext(ctx, q, args...)
+	rows, err := s.rs.tasks.QueryContext(ctx, n)
 	if err != nil {
 		return nil, s.fail("tasks", err)
 	}
@@ -378,9 +473,12 @@ func (s *Store) Tasks(ctx context.Context, limit int) ([]string, error) {
 // untouched). An unknown id gives an error wrapping [store.ErrNotFound].
 func (s *Store) ReplaceModel(ctx context.Context, toolCallID string, model json.RawMessage, c store.Compaction, pointer string) (bool, error) {
 	var replaced bool
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	// Lazy: a compaction undone by a power loss leaves the whole model
+	// form, which is still correct.
+	err := s.write(ctx, true, func(ctx context.Context) error {
+		replaced = false
 		var cur int64
-		err := tx.QueryRowContext(ctx, `SELECT coalesce(octet_length(model), 0) FROM calls WHERE tool_call_id = ?`, toolCallID).Scan(&cur)
+		err := s.ws.modelLen.QueryRowContext(ctx, toolCallID).Scan(&cur)
 		if errors.Is(err, sql.ErrNoRows) {
 			return store.ErrNotFound
 		}
@@ -390,8 +488,7 @@ func (s *Store) ReplaceModel(ctx context.Context, toolCallID string, model json.
 		if int64(len(model)) >= cur {
 			return nil
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE calls SET model = ?, compaction = ?, pointer = ? WHERE tool_call_id = ?`,
-			blob(model), string(c), pointer, toolCallID); err != nil {
+		if _, err := s.ws.replace.ExecContext(ctx, blob(model), string(c), pointer, toolCallID); err != nil {
 			return err
 		}
 		replaced = true
@@ -403,34 +500,39 @@ func (s *Store) ReplaceModel(ctx context.Context, toolCallID string, model json.
 	return replaced, nil
 }
 
-// Close closes the store's connections; the last connection to the file
-// checkpoints the -wal file into the database. Calls after Close fail.
+// Close commits the writes already handed to the store, then closes its
+// connections; the last connection to the file checkpoints the -wal file
+// into the database. Calls after Close fail.
 func (s *Store) Close() error {
-	var errs []error
-	if s.r != nil {
-		errs = append(errs, s.r.Close())
+	s.wmu.Lock()
+	if s.closed {
+		s.wmu.Unlock()
+		return s.fail("close", errors.New("already closed"))
 	}
-	if s.w != nil {
-		errs = append(errs, s.w.Close())
+	s.closed = true
+	for s.leading {
+		s.idle.Wait()
 	}
-	if err := errors.Join(errs...); err != nil {
+	s.wmu.Unlock()
+	if err := errors.Join(s.closeAll(), s.releaseOwnership()); err != nil {
 		return s.fail("close", err)
 	}
 	return nil
 }
 
-// write runs fn in one BEGIN IMMEDIATE transaction on the write connection
-// and commits it; any error rolls back.
-func (s *Store) write(ctx context.Context, fn func(*sql.Tx) error) error {
-	tx, err := s.w.BeginTx(ctx, nil)
-	if err != nil {
-		return err
+// closeAll closes the statements and connections that are open.
+func (s *Store) closeAll() error {
+	errs := []error{s.rs.close(), s.ws.close()}
+	if s.r != nil {
+		errs = append(errs, s.r.Close())
 	}
-	if err := fn(tx); err != nil {
-		tx.Rollback()
-		return err
+	if s.conn != nil {
+		errs = append(errs, s.conn.Close())
 	}
-	return tx.Commit()
+	if s.w != nil {
+		errs = append(errs, s.w.Close())
+	}
+	return errors.Join(errs...)
 }
 
 type scanner interface{ Scan(dest ...any) error }
@@ -441,9 +543,10 @@ func scanRecord(sc scanner) (*store.Record, error) {
 		input, output, model any
 		outcome, compaction  string
 		startedAt, endedAt   sql.NullInt64
+		interruptedAt        sql.NullInt64
 	)
 	if err := sc.Scan(&r.ToolCallID, &r.TaskID, &r.Seq, &r.Tool, &input, &output, &model,
-		&r.Stage, &outcome, &startedAt, &endedAt, &compaction, &r.Pointer); err != nil {
+		&r.Stage, &outcome, &startedAt, &endedAt, &compaction, &r.Pointer, &interruptedAt); err != nil {
 		return nil, err
 	}
 	var err error
@@ -463,6 +566,9 @@ func scanRecord(sc scanner) (*store.Record, error) {
 	}
 	if endedAt.Valid {
 		r.EndedAt = time.Unix(0, endedAt.Int64).UTC()
+	}
+	if interruptedAt.Valid {
+		r.InterruptedAt = time.Unix(0, interruptedAt.Int64).UTC()
 	}
 	return &r, nil
 }
@@ -505,9 +611,9 @@ func nanos(t time.Time) (any, error) {
 // PruneBefore implements [store.Pruner].
 func (s *Store) PruneBefore(ctx context.Context, cutoff time.Time) ([]string, error) {
 	var tasks []string
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, false, func(ctx context.Context) error {
 		tasks = tasks[:0]
-		rows, err := tx.QueryContext(ctx, `
+		rows, err := s.conn.QueryContext(ctx, `
 SELECT task_id FROM calls GROUP BY task_id
 HAVING max(COALESCE(started_at, ended_at, 0)) < ? AND min(COALESCE(started_at, ended_at, 0)) > 0
 ORDER BY task_id`, cutoff.UnixNano())
@@ -532,7 +638,7 @@ ORDER BY task_id`, cutoff.UnixNano())
 				`DELETE FROM calls WHERE task_id = ?`,
 				`DELETE FROM tasks WHERE task_id = ?`,
 			} {
-				if _, err := tx.ExecContext(ctx, q, id); err != nil {
+				if _, err := s.conn.ExecContext(ctx, q, id); err != nil {
 					return err
 				}
 			}

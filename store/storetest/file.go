@@ -35,6 +35,35 @@ func RunFile(t *testing.T, open func(t *testing.T, path string) store.Store) {
 	t.Run("TwoInstancesOneFile", func(t *testing.T) { testTwoInstances(t, open, fresh(t)) })
 	t.Run("TwoProcesses", func(t *testing.T) { testTwoProcesses(t, open, fresh(t)) })
 	t.Run("ReopenAfterKill", func(t *testing.T) { testKill(t, open, fresh(t)) })
+	t.Run("RunningOfKilledWriterInterrupted", func(t *testing.T) { testInterrupted(t, open, fresh(t)) })
+	t.Run("RunningOfLiveWriterKept", func(t *testing.T) { testLiveRunning(t, open, fresh(t)) })
+}
+
+// testLiveRunning: a record running in an instance that is still open is
+// not marked interrupted by another instance opening the file; once that
+// instance is closed with the record still running (its call abandoned),
+// the next open marks it.
+func testLiveRunning(t *testing.T, open func(*testing.T, string) store.Store, path string) {
+	a := open(t, path)
+	run := &store.Record{ToolCallID: "live", TaskID: "t", Tool: "execute", Input: json.RawMessage(`{"command":"sleep 60"}`),
+		Outcome: store.OutcomeRunning, StartedAt: base}
+	mustPut(t, a, run)
+	b := open(t, path)
+	if got := mustGet(t, b, "live"); got.Outcome != store.OutcomeRunning || !got.InterruptedAt.IsZero() {
+		t.Errorf("a call running in an open instance was marked %q at %v by another instance's open", got.Outcome, got.InterruptedAt)
+	}
+	closeStore(t, b)
+	closeStore(t, a)
+	before := time.Now()
+	c := open(t, path)
+	defer closeStore(t, c)
+	got := mustGet(t, c, "live")
+	if got.Outcome != store.OutcomeInterrupted || got.InterruptedAt.Before(before.Add(-time.Second)) {
+		t.Errorf("after its writer closed, the running record is %q (InterruptedAt %v), want interrupted, found at the reopen", got.Outcome, got.InterruptedAt)
+	}
+	want := *run
+	want.Outcome, want.InterruptedAt = store.OutcomeInterrupted, got.InterruptedAt
+	wantRecord(t, got, &want, true)
 }
 
 func testReopen(t *testing.T, open func(*testing.T, string) store.Store, path string) {
@@ -122,6 +151,7 @@ const (
 	envCount   = "STORETEST_COUNT"   // records to write; 0: until killed
 	envSize    = "STORETEST_SIZE"    // largest Output, bytes
 	envCompact = "STORETEST_COMPACT" // "1": ReplaceModel after every Put
+	envRunning = "STORETEST_RUNNING" // "1": first Put one record still running ("running <id>")
 )
 
 // IsChild reports whether this process is a storetest child, started by
@@ -167,6 +197,15 @@ func child(open func(path string) (store.Store, error)) error {
 		return err
 	}
 	c := context.Background()
+	if os.Getenv(envRunning) == "1" {
+		r := childRunning(task, prefix)
+		if err := s.Put(c, r); err != nil {
+			return err
+		}
+		if err := say("running %s", r.ToolCallID); err != nil {
+			return err
+		}
+	}
 	for i := 0; count == 0 || i < count; i++ {
 		r := childRecord(task, prefix, i, size)
 		if err := s.Put(c, r); err != nil {
@@ -213,6 +252,12 @@ func childRecord(task, prefix string, i, size int) *store.Record {
 	}
 }
 
+// childRunning is the record a child leaves running.
+func childRunning(task, prefix string) *store.Record {
+	return &store.Record{ToolCallID: prefix + "running", TaskID: task, Tool: "execute",
+		Input: json.RawMessage(`{"command":"sleep 600"}`), Outcome: store.OutcomeRunning, StartedAt: base}
+}
+
 func childCompacted(r *store.Record) (json.RawMessage, store.Compaction, string) {
 	return json.RawMessage(`"compacted ` + r.ToolCallID + `"`), store.CompactionTrim,
 		"compacted_outputs/" + r.TaskID + "/" + r.ToolCallID + ".json"
@@ -225,7 +270,7 @@ type childProc struct {
 	stderr *bytes.Buffer
 }
 
-func startChild(t *testing.T, path, task, prefix string, count, size int, compact bool) *childProc {
+func startChild(t *testing.T, path, task, prefix string, count, size int, compact bool, env ...string) *childProc {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
@@ -236,6 +281,7 @@ func startChild(t *testing.T, path, task, prefix string, count, size int, compac
 		envChild+"=1", envPath+"="+path, envTask+"="+task, envPrefix+"="+prefix,
 		envCount+"="+strconv.Itoa(count), envSize+"="+strconv.Itoa(size),
 		envCompact+"="+map[bool]string{true: "1", false: "0"}[compact])
+	cmd.Env = append(cmd.Env, env...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -427,5 +473,73 @@ wait:
 	}
 	if _, err := s.Get(ctx(t), next.ToolCallID); errors.Is(err, store.ErrNotFound) {
 		t.Errorf("Put after the kill not readable: %v", err)
+	}
+}
+
+// testInterrupted: a child process puts a record still running, then
+// records, and is killed with SIGKILL; the next open marks the running one
+// interrupted (when it was found so) and leaves every other record as it
+// was.
+func testInterrupted(t *testing.T, open func(*testing.T, string) store.Store, path string) {
+	s := open(t, path)
+	mustPut(t, s, rec("other", "before"))
+	closeStore(t, s)
+
+	p := startChild(t, path, "killed", "k-", 0, 4096, false, envRunning+"=1")
+	var running string
+	puts := 0
+	deadline := time.After(2 * time.Minute)
+	for running == "" || puts < 5 {
+		select {
+		case l, ok := <-p.lines:
+			if !ok {
+				t.Fatalf("child ended early; stderr:\n%s", p.stderr)
+			}
+			f := strings.Fields(l)
+			switch {
+			case len(f) == 2 && f[0] == "running":
+				running = f[1]
+			case len(f) == 3 && f[0] == "put":
+				puts++
+			}
+		case <-deadline:
+			t.Fatal("child too slow")
+		}
+	}
+	if err := p.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	p.cmd.Wait()
+	for range p.lines {
+	}
+	killed := time.Now()
+
+	s = open(t, path)
+	defer closeStore(t, s)
+	got := mustGet(t, s, running)
+	if got.Outcome != store.OutcomeInterrupted {
+		t.Fatalf("the record running when its process was killed is %q after reopen, want %q", got.Outcome, store.OutcomeInterrupted)
+	}
+	if got.InterruptedAt.Before(killed.Add(-time.Second)) || got.InterruptedAt.After(time.Now().Add(time.Second)) {
+		t.Errorf("InterruptedAt %v, want the reopen (killed at %v)", got.InterruptedAt, killed)
+	}
+	want := childRunning("killed", "k-")
+	want.Outcome, want.InterruptedAt = store.OutcomeInterrupted, got.InterruptedAt
+	wantRecord(t, got, want, false)
+	wantRecord(t, mustGet(t, s, "before"), rec("other", "before"), false)
+	l, err := s.ListTask(ctx(t), "killed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range l {
+		if r.ToolCallID != running && r.Outcome != store.OutcomeOK {
+			t.Errorf("finished record %s changed to %q", r.ToolCallID, r.Outcome)
+		}
+	}
+	// A second open finds nothing more to mark: the time stays.
+	again := open(t, path)
+	defer closeStore(t, again)
+	if r := mustGet(t, again, running); !r.InterruptedAt.Equal(got.InterruptedAt) {
+		t.Errorf("a second open re-marked the record: %v, was %v", r.InterruptedAt, got.InterruptedAt)
 	}
 }

@@ -143,6 +143,7 @@ func diff(got, want *store.Record, withSeq bool) []string {
 	tm("EndedAt", got.EndedAt, want.EndedAt)
 	str("Compaction", string(got.Compaction), string(want.Compaction))
 	str("Pointer", got.Pointer, want.Pointer)
+	tm("InterruptedAt", got.InterruptedAt, want.InterruptedAt)
 	return d
 }
 
@@ -257,6 +258,16 @@ func testRoundTrip(t *testing.T, s store.Store) {
 	if !got.EndedAt.IsZero() {
 		t.Errorf("zero EndedAt came back as %v", got.EndedAt)
 	}
+
+	// An interrupted record keeps when it was found so; a Put of the
+	// call's real end clears it.
+	cut := &store.Record{ToolCallID: "call_cut", TaskID: "task-1", Tool: "execute", Input: json.RawMessage(`{}`),
+		Outcome: store.OutcomeInterrupted, StartedAt: base, InterruptedAt: base.Add(time.Hour)}
+	mustPut(t, s, cut)
+	wantRecord(t, mustGet(t, s, "call_cut"), cut, true)
+	ended := rec("task-1", "call_cut")
+	mustPut(t, s, ended)
+	wantRecord(t, mustGet(t, s, "call_cut"), ended, false)
 }
 
 func testUpsert(t *testing.T, s store.Store) {
@@ -293,6 +304,23 @@ func testUpsert(t *testing.T, s store.Store) {
 	bare := &store.Record{ToolCallID: "b", TaskID: "t", Seq: 2, Tool: "execute", Outcome: store.OutcomeCancelled}
 	mustPut(t, s, bare)
 	wantRecord(t, mustGet(t, s, "b"), bare, true)
+
+	// A running record over an existing id replaces it too, keeping its
+	// Seq; one moved to another task while running takes that task's next.
+	again := &store.Record{ToolCallID: "b", TaskID: "t", Tool: "execute", Input: json.RawMessage(`{"command":"make -j"}`),
+		Outcome: store.OutcomeRunning, StartedAt: base.Add(time.Hour)}
+	mustPut(t, s, again)
+	if again.Seq != 2 {
+		t.Errorf("running replacement got Seq %d, want the record's own 2", again.Seq)
+	}
+	wantRecord(t, mustGet(t, s, "b"), again, true)
+	// A finished record whose explicit Seq differs from the stored one
+	// takes the Seq given.
+	reseq := &store.Record{ToolCallID: "b", TaskID: "t", Seq: 7, Tool: "execute", Outcome: store.OutcomeOK}
+	mustPut(t, s, reseq)
+	wantRecord(t, mustGet(t, s, "b"), reseq, true)
+	bare.Seq = 2
+	mustPut(t, s, bare)
 
 	// Moving a record to another task gives it that task's next Seq.
 	moved := rec("u", "a")
