@@ -620,14 +620,36 @@ func TestDisabledAndMissingCommand(t *testing.T) {
 	}
 }
 
-// Close ends every server and leaves no goroutine behind.
+// Close ends every server, the one still starting included, and leaves no
+// goroutine behind. (The init timeout is an hour: hang is still starting
+// at Close however slow the machine, and one and two never time out.)
 func TestCloseLeavesNothing(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	m := mcpclient.Connect(context.Background(), []mcpclient.ServerConfig{
+	m := mcpclient.Start(context.Background(), []mcpclient.ServerConfig{
 		scriptedServer("one", "scripted", `[{"name":"x","inputSchema":{"type":"object"}}]`),
 		scriptedServer("two", "scripted", `[{"name":"y","inputSchema":{"type":"object"}}]`),
 		{Name: "hang", Type: "stdio", Command: "sh", Args: []string{"-c", "sleep 3600"}},
-	}, &mcpclient.Options{InitTimeout: time.Second, ShutdownTimeout: time.Second})
+	}, &mcpclient.Options{InitTimeout: time.Hour, ShutdownTimeout: time.Second})
+	changed := make(chan struct{}, 1)
+	cancel := m.Subscribe(func() {
+		select {
+		case changed <- struct{}{}:
+		default:
+		}
+	})
+	for _, name := range []string{"one", "two"} {
+		for status(t, m, name).State == mcpclient.StateConnecting {
+			select {
+			case <-changed:
+			case <-time.After(time.Minute): // a hang guard
+				t.Fatalf("%s still connecting after a minute", name)
+			}
+		}
+	}
+	cancel()
+	if st := status(t, m, "hang"); st.State != mcpclient.StateConnecting {
+		t.Fatalf("hang: %s, want still connecting", st.Summary())
+	}
 	var wg sync.WaitGroup
 	for _, name := range []string{"one__x", "two__y"} {
 		wg.Add(1)
