@@ -302,7 +302,7 @@ func TestCrossServerCollision(t *testing.T) {
 // BH-041: a hung server and a crashing one do not hold up a good one.
 // First with an initialize timeout far beyond the test, so hang is still
 // pending however slow the machine: ok connects and answers meanwhile, die
-// fails with its own reason. Then with a short timeout: hang fails with
+// fails with its own reason. Then with a 5 s timeout: hang fails with
 // it, and the good server still answers.
 func TestStartupHangDieOK(t *testing.T) {
 	bin := nodeBin(t)
@@ -364,7 +364,7 @@ func TestStartupHangDieOK(t *testing.T) {
 	}
 
 	// A short timeout: hang fails with it; the good server still answers.
-	const initTimeout = 3 * time.Second
+	const initTimeout = 5 * time.Second // as connect gives scripted servers
 	m = mcpclient.Start(context.Background(), []mcpclient.ServerConfig{hang,
 		scriptedServer("good", "scripted", `[{"name":"ping","inputSchema":{"type":"object"}}]`)},
 		&mcpclient.Options{InitTimeout: initTimeout, ShutdownTimeout: time.Second})
