@@ -31,13 +31,28 @@ func TestMain(m *testing.M) {
 		os.Exit(2)
 	}
 	bin = filepath.Join(dir, "aibuddy")
-	build := exec.Command("go", "build", "-o", bin, ".")
+	args := []string{"build", "-o", bin}
+	if raceEnabled {
+		// The concurrency these tests drive runs in the aibuddy processes:
+		// under -race they are race builds, and each race they report goes
+		// to a file here, which fails the run.
+		args = append(args, "-race")
+		os.Setenv("GORACE", "log_path="+filepath.Join(dir, "race"))
+	}
+	build := exec.Command("go", append(args, ".")...)
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building aibuddy:", err)
 		os.Exit(2)
 	}
 	code := m.Run()
+	if reports, _ := filepath.Glob(filepath.Join(dir, "race.*")); len(reports) > 0 {
+		for _, r := range reports {
+			b, _ := os.ReadFile(r)
+			fmt.Fprintf(os.Stderr, "data race in an aibuddy process (%s):\n%s\n", filepath.Base(r), b)
+		}
+		code = 1
+	}
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
