@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -417,11 +418,23 @@ func TestInspectorCLI(t *testing.T) {
 // TestExecuteHeartbeatsOverMCP: while execute runs, heartbeats (shortened
 // to 200 ms in the settings) and output reach the host as
 // notifications/progress for the request's progress token; none of them
-// enters the result the model sees.
+// enters the result the model sees. The command waits on a FIFO that the
+// host side opens only once it has the output chunk and three heartbeats,
+// so they are proved to come while the command runs, on any machine.
 func TestExecuteHeartbeatsOverMCP(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	ws := t.TempDir()
+	if err := syscall.Mkfifo(filepath.Join(ws, "gate"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	release := sync.OnceFunc(func() {
+		go func() { // opening for writing lets the command's cat see EOF
+			if f, err := os.OpenFile(filepath.Join(ws, "gate"), os.O_WRONLY, 0); err == nil {
+				f.Close()
+			}
+		}()
+	})
 	cfg := filepath.Join(t.TempDir(), "aibuddy.json")
 	if err := os.WriteFile(cfg, []byte(`{"limits":{"execHeartbeat":"200ms"}}`), 0o644); err != nil {
 		t.Fatal(err)
@@ -433,35 +446,27 @@ func TestExecuteHeartbeatsOverMCP(t *testing.T) {
 		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
 			mu.Lock()
 			msgs = append(msgs, req.Params.Message)
+			joined := strings.Join(msgs, "|")
 			mu.Unlock()
+			if strings.Count(joined, "running") >= 3 && strings.Contains(joined, "first") {
+				release()
+			}
 		}})
 	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cs.Close()
-	params := &mcp.CallToolParams{Name: "execute", Arguments: map[string]any{"command": "echo first; sleep 1.5; echo second"}}
+	params := &mcp.CallToolParams{Name: "execute", Arguments: map[string]any{"command": "echo first; cat gate >/dev/null; echo second"}}
 	params.SetProgressToken("exec-1")
 	res, err := cs.CallTool(ctx, params)
 	if err != nil || res.IsError {
-		t.Fatalf("execute: %v %s", err, text(res))
+		mu.Lock()
+		defer mu.Unlock()
+		t.Fatalf("execute: %v %+v; progress notifications %q: want >= 3 heartbeats and the output chunk before the command ends", err, res, msgs)
 	}
 	out := text(res)
 	if !strings.Contains(out, "first") || !strings.Contains(out, "second") || strings.Contains(out, "running") {
 		t.Errorf("result text %q", out)
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		mu.Lock()
-		joined := strings.Join(msgs, "|")
-		n := strings.Count(joined, "running")
-		mu.Unlock()
-		if (n >= 3 && strings.Contains(joined, "first")) || time.Now().After(deadline) {
-			if n < 3 || !strings.Contains(joined, "first") {
-				t.Errorf("progress notifications %q: want >= 3 heartbeats and the output chunk", joined)
-			}
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
