@@ -46,6 +46,13 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "building aibuddy:", err)
 		os.Exit(2)
 	}
+	// Call records go to folders of this run, never the user's cache (where
+	// another build's schema may be newer): AIBUDDY_DATA_DIR for the aibuddy
+	// the tests start, XDG_CACHE_HOME (set after the build, which uses the
+	// Go build cache there) for an aibuddy started as an MCP server, which
+	// inherits only the default variables.
+	os.Setenv("AIBUDDY_DATA_DIR", filepath.Join(dir, "data"))
+	os.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "cache"))
 	code := m.Run()
 	if reports, _ := filepath.Glob(filepath.Join(dir, "race.*")); len(reports) > 0 {
 		for _, r := range reports {
@@ -90,6 +97,25 @@ type testWriter struct {
 func (w *testWriter) Write(p []byte) (int, error) {
 	w.t.Log(w.prefix + strings.TrimRight(string(p), "\n"))
 	return len(p), nil
+}
+
+// lockedBuilder is a strings.Builder that a process's output copier may
+// write while the test reads it.
+type lockedBuilder struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuilder) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuilder) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 func callTool(t *testing.T, ctx context.Context, cs *mcp.ClientSession, name string, args any) *mcp.CallToolResult {
@@ -248,7 +274,7 @@ func TestMCPStdoutCarriesOnlyFrames(t *testing.T) {
 	cmd := exec.Command(bin, "mcp", "--verbose", "--workspace", ws)
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()
-	var stderr strings.Builder
+	var stderr lockedBuilder // read below while the process may still write
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
