@@ -8,7 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
+	"testing/synctest"
 
 	"github.com/aibuddy/aibuddy/approval"
 	"github.com/aibuddy/aibuddy/tool"
@@ -189,20 +189,32 @@ func TestTerminal(t *testing.T) {
 			t.Errorf("prompt lacks %q:\n%s", want, out.String())
 		}
 	}
-	// A prompt returns when ctx is done even while the read blocks.
-	pr, pw := io.Pipe()
-	defer pw.Close()
-	blocked := approval.NewTerminal(pr, io.Discard)
-	cctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { _, err := blocked.Confirm(cctx, act); done <- err }()
-	select {
-	case err := <-done:
-		if !errors.Is(err, context.DeadlineExceeded) {
-			t.Errorf("cancelled prompt: %v", err)
+	// A prompt returns when ctx is done even while the read blocks. In a
+	// synctest bubble, synctest.Wait returns once the prompt is blocked on
+	// the read: the cancel comes then, never before the read began.
+	synctest.Test(t, func(t *testing.T) {
+		pr, pw := io.Pipe()
+		defer pw.Close()
+		blocked := approval.NewTerminal(pr, io.Discard)
+		cctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		done := make(chan error, 1)
+		go func() { _, err := blocked.Confirm(cctx, act); done <- err }()
+		synctest.Wait()
+		select {
+		case err := <-done:
+			t.Fatalf("the prompt returned with no input and ctx live: %v", err)
+		default:
 		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the prompt did not return after its context ended")
-	}
+		cancel()
+		synctest.Wait()
+		select {
+		case err := <-done:
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("cancelled prompt: %v", err)
+			}
+		default:
+			t.Fatal("the prompt did not return after its context ended")
+		}
+	})
 }

@@ -14,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/aibuddy/aibuddy/mcpclient"
 )
@@ -48,7 +47,7 @@ func runTestServer(kind string) {
 		_, _ = bufio.NewReader(os.Stdin).ReadString(0) // until stdin closes
 		return
 	}
-	s := &rawServer{out: bufio.NewWriter(os.Stdout), half: make(chan struct{}), echoed: make(chan struct{})}
+	s := &rawServer{out: bufio.NewWriter(os.Stdout), half: make(chan struct{}), echoed: make(chan struct{}), release: make(chan struct{})}
 	if err := json.Unmarshal([]byte(os.Getenv("MCPCLIENT_TOOLS")), &s.tools); err != nil {
 		fmt.Fprintln(os.Stderr, "bad MCPCLIENT_TOOLS:", err)
 		os.Exit(2)
@@ -84,6 +83,12 @@ type rawServer struct {
 	half     chan struct{} // closed when a flood is half sent
 	echoed   chan struct{} // closed when the echo during a flood is answered
 	echoOnce sync.Once
+	// BH-043: the first alpha call is held until beta is called (release).
+	release     chan struct{}
+	releaseOnce sync.Once
+	// sinceList counts the list_changed notifications sent since the last
+	// tools/list; a tools/list with none is a refresh nothing asked for.
+	sinceList int
 }
 
 func (s *rawServer) send(v any) {
@@ -93,6 +98,14 @@ func (s *rawServer) send(v any) {
 	s.out.Write(b)
 	s.out.WriteByte('\n')
 	s.out.Flush()
+}
+
+// listChanged sends notifications/tools/list_changed.
+func (s *rawServer) listChanged() {
+	s.mu.Lock()
+	s.sinceList++
+	s.mu.Unlock()
+	s.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
 }
 
 func (s *rawServer) reply(id json.RawMessage, result any) {
@@ -123,8 +136,12 @@ func (s *rawServer) handle(m rpcMsg) {
 	case "tools/list":
 		s.mu.Lock()
 		s.lists++
-		n, tools := s.lists, append([]json.RawMessage(nil), s.tools...)
+		n, tools, asked := s.lists, append([]json.RawMessage(nil), s.tools...), s.sinceList > 0
+		s.sinceList = 0
 		s.mu.Unlock()
+		if n > 1 && !asked { // written first: seen whenever "#n" is
+			fmt.Fprintf(os.Stderr, "unasked refresh: list %d came with no list_changed since the previous one\n", n)
+		}
 		fmt.Fprintf(os.Stderr, "tools/list #%d\n", n)
 		s.reply(m.ID, map[string]any{"tools": tools})
 	case "tools/call":
@@ -140,6 +157,9 @@ func (s *rawServer) call(m rpcMsg) {
 	var p struct {
 		Name      string          `json:"name"`
 		Arguments json.RawMessage `json:"arguments"`
+		Meta      struct {
+			ProgressToken any `json:"progressToken"`
+		} `json:"_meta"`
 	}
 	_ = json.Unmarshal(m.Params, &p)
 	text := func(t string) map[string]any {
@@ -154,10 +174,17 @@ func (s *rawServer) call(m rpcMsg) {
 		fmt.Fprintln(os.Stderr, "fatal: lost the database")
 		os.Exit(7)
 	case "slow":
-		time.Sleep(time.Hour) // until cancelled and killed
+		// Tell the caller the call arrived (a progress notification, when
+		// it sent a token), then never answer: until cancelled and killed.
+		if p.Meta.ProgressToken != nil {
+			s.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/progress",
+				"params": map[string]any{"progressToken": p.Meta.ProgressToken, "progress": 1, "message": "slow: received"}})
+		}
+		select {}
 	case "alpha":
 		// BH-043: after the first call, offer beta instead of alpha and
-		// announce it three times in quick succession, then answer.
+		// announce it three times in quick succession; answer only when
+		// beta is called, so the call is in flight across the refresh.
 		s.mu.Lock()
 		s.calls++
 		first := s.calls == 1
@@ -167,10 +194,10 @@ func (s *rawServer) call(m rpcMsg) {
 		s.mu.Unlock()
 		if first {
 			for range 3 {
-				s.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+				s.listChanged()
 			}
+			<-s.release
 		}
-		time.Sleep(300 * time.Millisecond) // still in flight while the list changes
 		s.reply(m.ID, text("alpha done"))
 	case "flood":
 		// Issue 10: n notifications in a tight loop (message, progress,
@@ -226,6 +253,15 @@ func (s *rawServer) call(m rpcMsg) {
 		deep := strings.Repeat(`{"a":`, 1500) + `1` + strings.Repeat(`}`, 1500)
 		s.reply(m.ID, map[string]any{"content": []any{map[string]any{"type": "text", "text": "deep"}},
 			"structuredContent": json.RawMessage(deep)})
+	case "beta":
+		// BH-043: release the held alpha call, then offer gamma instead and
+		// announce it once: a later refresh to wait for.
+		s.releaseOnce.Do(func() { close(s.release) })
+		s.mu.Lock()
+		s.tools = []json.RawMessage{json.RawMessage(`{"name":"gamma","inputSchema":{"type":"object"}}`)}
+		s.mu.Unlock()
+		s.listChanged()
+		s.reply(m.ID, text("beta done"))
 	case "rich":
 		s.reply(m.ID, map[string]any{"content": []any{
 			map[string]any{"type": "text", "text": "hello"},

@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -35,13 +36,35 @@ func TestMain(m *testing.M) {
 		os.Exit(2)
 	}
 	bin = filepath.Join(dir, "aibuddy")
-	build := exec.Command("go", "build", "-o", bin, ".")
+	args := []string{"build", "-o", bin}
+	if raceEnabled {
+		// The concurrency these tests drive runs in the aibuddy processes:
+		// under -race they are race builds, and each race they report goes
+		// to a file here, which fails the run.
+		args = append(args, "-race")
+		os.Setenv("GORACE", "log_path="+filepath.Join(dir, "race"))
+	}
+	build := exec.Command("go", append(args, ".")...)
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building aibuddy:", err)
 		os.Exit(2)
 	}
+	// Call records go to folders of this run, never the user's cache (where
+	// another build's schema may be newer): AIBUDDY_DATA_DIR for the aibuddy
+	// the tests start, XDG_CACHE_HOME (set after the build, which uses the
+	// Go build cache there) for an aibuddy started as an MCP server, which
+	// inherits only the default variables.
+	os.Setenv("AIBUDDY_DATA_DIR", filepath.Join(dir, "data"))
+	os.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "cache"))
 	code := m.Run()
+	if reports, _ := filepath.Glob(filepath.Join(dir, "race.*")); len(reports) > 0 {
+		for _, r := range reports {
+			b, _ := os.ReadFile(r)
+			fmt.Fprintf(os.Stderr, "data race in an aibuddy process (%s):\n%s\n", filepath.Base(r), b)
+		}
+		code = 1
+	}
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
@@ -78,6 +101,25 @@ type testWriter struct {
 func (w *testWriter) Write(p []byte) (int, error) {
 	w.t.Log(w.prefix + strings.TrimRight(string(p), "\n"))
 	return len(p), nil
+}
+
+// lockedBuilder is a strings.Builder that a process's output copier may
+// write while the test reads it.
+type lockedBuilder struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuilder) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuilder) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 func callTool(t *testing.T, ctx context.Context, cs *mcp.ClientSession, name string, args any) *mcp.CallToolResult {
@@ -236,7 +278,7 @@ func TestMCPStdoutCarriesOnlyFrames(t *testing.T) {
 	cmd := exec.Command(bin, "mcp", "--verbose", "--workspace", ws)
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()
-	var stderr strings.Builder
+	var stderr lockedBuilder // read below while the process may still write
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -406,11 +448,23 @@ func TestInspectorCLI(t *testing.T) {
 // TestExecuteHeartbeatsOverMCP: while execute runs, heartbeats (shortened
 // to 200 ms in the settings) and output reach the host as
 // notifications/progress for the request's progress token; none of them
-// enters the result the model sees.
+// enters the result the model sees. The command waits on a FIFO that the
+// host side opens only once it has the output chunk and three heartbeats,
+// so they are proved to come while the command runs, on any machine.
 func TestExecuteHeartbeatsOverMCP(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	ws := t.TempDir()
+	if err := syscall.Mkfifo(filepath.Join(ws, "gate"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	release := sync.OnceFunc(func() {
+		go func() { // opening for writing lets the command's cat see EOF
+			if f, err := os.OpenFile(filepath.Join(ws, "gate"), os.O_WRONLY, 0); err == nil {
+				f.Close()
+			}
+		}()
+	})
 	cfg := filepath.Join(t.TempDir(), "aibuddy.json")
 	if err := os.WriteFile(cfg, []byte(`{"limits":{"execHeartbeat":"200ms"}}`), 0o644); err != nil {
 		t.Fatal(err)
@@ -422,35 +476,27 @@ func TestExecuteHeartbeatsOverMCP(t *testing.T) {
 		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
 			mu.Lock()
 			msgs = append(msgs, req.Params.Message)
+			joined := strings.Join(msgs, "|")
 			mu.Unlock()
+			if strings.Count(joined, "running") >= 3 && strings.Contains(joined, "first") {
+				release()
+			}
 		}})
 	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cs.Close()
-	params := &mcp.CallToolParams{Name: "execute", Arguments: map[string]any{"command": "echo first; sleep 1.5; echo second"}}
+	params := &mcp.CallToolParams{Name: "execute", Arguments: map[string]any{"command": "echo first; cat gate >/dev/null; echo second"}}
 	params.SetProgressToken("exec-1")
 	res, err := cs.CallTool(ctx, params)
 	if err != nil || res.IsError {
-		t.Fatalf("execute: %v %s", err, text(res))
+		mu.Lock()
+		defer mu.Unlock()
+		t.Fatalf("execute: %v %+v; progress notifications %q: want >= 3 heartbeats and the output chunk before the command ends", err, res, msgs)
 	}
 	out := text(res)
 	if !strings.Contains(out, "first") || !strings.Contains(out, "second") || strings.Contains(out, "running") {
 		t.Errorf("result text %q", out)
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		mu.Lock()
-		joined := strings.Join(msgs, "|")
-		n := strings.Count(joined, "running")
-		mu.Unlock()
-		if (n >= 3 && strings.Contains(joined, "first")) || time.Now().After(deadline) {
-			if n < 3 || !strings.Contains(joined, "first") {
-				t.Errorf("progress notifications %q: want >= 3 heartbeats and the output chunk", joined)
-			}
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -28,7 +28,17 @@ func TestMain(m *testing.M) {
 		serveLive()
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	// Call records go to a folder of this run, never the user's cache
+	// (where another build's schema may be newer).
+	data, err := os.MkdirTemp("", "aibuddy-cli-data-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	os.Setenv("AIBUDDY_DATA_DIR", data)
+	code := m.Run()
+	os.RemoveAll(data)
+	os.Exit(code)
 }
 
 func serveLive() {

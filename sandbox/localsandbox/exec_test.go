@@ -178,10 +178,24 @@ func TestExecSharedWriterSerialized(t *testing.T) {
 }
 
 func TestExecStreamsWhileRunning(t *testing.T) {
-	sb, _ := newExecSandbox(t, nil)
+	// The command waits on a FIFO that the test opens only after it got
+	// the first line: output delivered only at the end never comes.
+	sb, ws := newExecSandbox(t, nil)
+	gate := filepath.Join(ws, "gate")
+	must(t, syscall.Mkfifo(gate, 0o600))
+	release := func() { // opening for writing lets the command's cat see EOF
+		if f, err := os.OpenFile(gate, os.O_WRONLY, 0); err == nil {
+			f.Close()
+		}
+	}
 	first := make(chan struct{})
 	var once sync.Once
+	var mu sync.Mutex
+	var seen bytes.Buffer
 	w := writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		seen.Write(p)
+		mu.Unlock()
 		if bytes.Contains(p, []byte("first")) {
 			once.Do(func() { close(first) })
 		}
@@ -190,21 +204,31 @@ func TestExecStreamsWhileRunning(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		sb.Exec(context.Background(), sandbox.ExecRequest{Command: "echo first; sleep 2; echo second", Stdout: w})
+		sb.Exec(context.Background(), sandbox.ExecRequest{Command: "echo first; cat gate >/dev/null; echo second", Stdout: w})
 	}()
 	select {
 	case <-first:
-		select {
-		case <-done:
-			t.Fatal("first chunk arrived only when the command had finished")
-		default:
-		}
 	case <-done:
-		t.Fatal("Exec returned before streaming the first line")
+		t.Fatal("Exec returned before the command could end")
 	case <-time.After(hangBound):
+		go release()
 		t.Fatal("no output while the command ran")
 	}
-	<-done
+	mu.Lock()
+	early := seen.String()
+	mu.Unlock()
+	if strings.Contains(early, "second") {
+		t.Errorf("output %q before the command was released", early)
+	}
+	release()
+	select {
+	case <-done:
+	case <-time.After(hangBound):
+		t.Fatal("the released command did not end")
+	}
+	if got := seen.String(); got != "first\nsecond\n" {
+		t.Errorf("output %q", got)
+	}
 }
 
 type writerFunc func([]byte) (int, error)
@@ -501,20 +525,34 @@ func TestExecBH025EditorAndPager(t *testing.T) {
 	}
 }
 
-// BH-030: cancellation stops the whole tree and still yields a result.
+// BH-030: cancellation stops the whole tree and still yields a result. The
+// cancel comes when the first line (the pid) arrives: the tree runs then.
+// The timeout is the hang bound: an ignored cancel ends as TimedOut.
 func TestExecBH030Cancel(t *testing.T) {
 	sb, _ := newExecSandbox(t, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	time.AfterFunc(time.Second, cancel)
-	r := runExec(t, ctx, sb, sandbox.ExecRequest{Command: "echo $$; sh -c 'sleep 300 & sleep 300'"})
-	if r.err != nil {
-		t.Fatal(r.err)
+	var out bytes.Buffer // no lock: Exec serializes writes
+	started := false
+	w := writerFunc(func(p []byte) (int, error) {
+		out.Write(p)
+		if !started {
+			started = true
+			cancel()
+		}
+		return len(p), nil
+	})
+	res, err := sb.Exec(ctx, sandbox.ExecRequest{Command: "echo $$; sh -c 'sleep 300 & sleep 300'", Timeout: hangBound, Stdout: w})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if !r.res.Cancelled || r.res.TimedOut || r.res.ExitCode != -1 || r.res.Duration < time.Second {
-		t.Errorf("result %+v: want Cancelled, exit -1, Duration >= 1s", r.res)
+	if !started {
+		t.Fatalf("the command ended before printing its pid: %+v", res)
 	}
-	assertGroupGone(t, firstLinePID(t, r.out))
+	if !res.Cancelled || res.TimedOut || res.ExitCode != -1 {
+		t.Errorf("result %+v: want Cancelled, exit -1", res)
+	}
+	assertGroupGone(t, firstLinePID(t, out.String()))
 }
 
 func must(t *testing.T, err error) {
