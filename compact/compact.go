@@ -208,7 +208,7 @@ func (c *Compactor) Schedule(ctx context.Context, rec *store.Record) {
 	}
 	if len(rec.Model) < c.skipBelow {
 		c.last.Store(rec.ToolCallID, Outcome{ToolCallID: rec.ToolCallID, Strategy: c.StrategyOf(rec.Tool),
-			Reason: "under threshold", BeforeBytes: len(rec.Model)})
+			Reason: "under threshold", BeforeTokens: -1, BeforeBytes: len(rec.Model)})
 		return
 	}
 	if c.StrategyOf(rec.Tool) == Keep {
