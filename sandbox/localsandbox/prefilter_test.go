@@ -275,3 +275,20 @@ func TestGlobSetEqualsDoublestar(t *testing.T) {
 		}
 	}
 }
+
+// TestGlobBaseEqualsDoublestar: a glob "**/NAME" matched as NAME against
+// the base name gives what doublestar.Match gives on the whole path.
+func TestGlobBaseEqualsDoublestar(t *testing.T) {
+	paths := []string{"a.go", "d/a.go", "d/e/a.go", "a.go/x", "d/a.gox", "d/.h.go", "d/a_test.go", "d/x.GO", "go", "d/ago",
+		"d/[a].go", "d/e/f/Makefile", "d/e/f/makefile.am"}
+	for _, g := range []string{"**/*.go", "**/*_test.go", "**/Makefile", "**/*", "**/a?go", "**/[am]*", "**/*.{go,am}", "**/.h*"} {
+		rest := strings.TrimPrefix(g, "**/")
+		set := newGlobSet([]string{rest})
+		for _, p := range paths {
+			want, _ := doublestar.Match(g, p)
+			if got := set.match(p); got != want {
+				t.Errorf("glob %q on %q: base match %v, doublestar %v", g, p, got, want)
+			}
+		}
+	}
+}

@@ -99,6 +99,10 @@ func (s *Sandbox) Search(ctx context.Context, req sandbox.SearchRequest) (*sandb
 		if !strings.Contains(p, "{") {
 			sr.globParts = strings.Split(p, "/")
 		}
+		if rest, ok := strings.CutPrefix(p, "**/"); ok && !strings.Contains(rest, "/") && !strings.Contains(rest, "**") {
+			// "**/NAME" matches NAME against the base name at any depth.
+			sr.globBase = newGlobSet([]string{rest})
+		}
 	case sandbox.ModeGrep:
 		expr := req.Pattern
 		if req.Literal {
@@ -190,6 +194,7 @@ type searcher struct {
 
 	glob      string
 	globParts []string // nil: no directory pruning
+	globBase  globSet  // for "**/NAME": NAME matched against base names; nil otherwise
 	include   globSet
 	exclude   globSet
 	dotSegs   []dotSegment // pattern segments that name hidden entries
@@ -567,6 +572,9 @@ func (sr *searcher) namesHidden(sub, name string) bool {
 func (sr *searcher) globMatch(sub string) bool {
 	if sr.req.IgnoreCase {
 		sub = strings.ToLower(sub)
+	}
+	if sr.globBase != nil {
+		return sr.globBase.match(sub)
 	}
 	ok, _ := doublestar.Match(sr.glob, sub)
 	return ok
