@@ -2,6 +2,8 @@ package agent
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -99,6 +101,13 @@ type Options struct {
 	// NewTaskID mints the task id of each run; default "task-<unix nanos
 	// base 36>".
 	NewTaskID func() string
+	// NewCallID mints aibuddy's id of each tool call the model makes (the
+	// toolCallId of its record, its result and view_tool_call), which must
+	// be unique across tasks: a provider's own ids are not (some servers
+	// send "call_0" on every turn); the provider's id is kept beside it
+	// (provider.Block.ProviderID, store.Record.ProviderCallID) and is what
+	// the provider is sent back. Default "call_" and 24 random hex digits.
+	NewCallID func() string
 	// Now is the clock; default time.Now.
 	Now func() time.Time
 	// CancelGrace is how long a cancelled call may take to return before
@@ -151,6 +160,9 @@ func New(opts Options) *Agent {
 		now := opts.Now
 		opts.NewTaskID = func() string { return "task-" + strconv.FormatInt(now().UnixNano(), 36) }
 	}
+	if opts.NewCallID == nil {
+		opts.NewCallID = randomCallID
+	}
 	if opts.CancelGrace <= 0 {
 		opts.CancelGrace = DefaultCancelGrace
 	}
@@ -194,18 +206,21 @@ const (
 
 // Event is one item of a run's stream.
 type Event struct {
-	Kind     EventKind
-	Step     int // 1-based step the event belongs to
-	Text     string
-	Tools    []string
-	CallID   string
-	Tool     string
-	Input    json.RawMessage
-	Output   *tool.Event
-	Action   *approval.Action
-	Exchange *approval.Exchange
-	Result   *tool.Result
-	Summary  *Summary
+	Kind   EventKind
+	Step   int // 1-based step the event belongs to
+	Text   string
+	Tools  []string
+	CallID string // aibuddy's toolCallId of the call
+	// ProviderCallID is the model provider's own id of the call
+	// (tool_call and tool_result events); it may repeat across calls.
+	ProviderCallID string
+	Tool           string
+	Input          json.RawMessage
+	Output         *tool.Event
+	Action         *approval.Action
+	Exchange       *approval.Exchange
+	Result         *tool.Result
+	Summary        *Summary
 }
 
 // StopReason says why a run ended.
@@ -365,7 +380,7 @@ func (a *Agent) loop(ctx context.Context, prior []provider.Message, text string,
 			return end(StopError, fmt.Errorf("agent: model call in step %d: %w", step, err))
 		}
 		r.fit.overflows = 0
-		uses := prepareUses(&msg, step)
+		uses := prepareUses(&msg, a.opts.NewCallID)
 		if len(msg.Blocks) > 0 {
 			r.sum.Transcript = appendMessage(r.sum.Transcript, msg)
 		}
@@ -424,27 +439,37 @@ func (a *Agent) callModel(ctx context.Context, r *run, req *provider.Request, em
 	return m, stop, nil
 }
 
-// prepareUses gives every tool_use of msg a unique non-empty id (minting
-// "call_<step>_<n>" where the model gave none or repeated one) and returns
-// them in order.
-func prepareUses(msg *provider.Message, step int) []provider.Block {
+// prepareUses gives every tool_use of msg an id of aibuddy's own from
+// newID, keeping the provider's id in ProviderID (what the provider is sent
+// back), and returns them in order. Provider ids are not unique in the
+// wild: a server that sends "call_0" on every turn would otherwise have
+// each later exchange dropped from context as a repeat, and its record
+// overwrite the earlier one.
+func prepareUses(msg *provider.Message, newID func() string) []provider.Block {
 	var uses []provider.Block
-	seen := map[string]bool{}
 	for i := range msg.Blocks {
 		b := &msg.Blocks[i]
 		if b.Type != provider.ToolUse {
 			continue
 		}
-		if b.ID == "" || seen[b.ID] {
-			b.ID = fmt.Sprintf("call_%d_%d", step, i)
+		if b.ProviderID == "" {
+			b.ProviderID = b.ID
 		}
-		seen[b.ID] = true
+		b.ID = newID()
 		if len(b.Input) == 0 {
 			b.Input = json.RawMessage("{}")
 		}
 		uses = append(uses, *b)
 	}
 	return uses
+}
+
+// randomCallID is the default Options.NewCallID: "call_" and 24 random
+// hex digits (96 bits).
+func randomCallID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return "call_" + hex.EncodeToString(b[:])
 }
 
 // handler builds the run's execution chain (ARCHITECTURE.md, "One call,
@@ -512,7 +537,7 @@ func (r *run) runCalls(ctx context.Context, uses []provider.Block, h Handler, na
 			res = tool.ErrorResult(tool.Errorf(tool.Execution, "not run: the run was cancelled before this call started").
 				WithHint("run it again if it is still needed"), u.Name)
 		} else {
-			emit(Event{Kind: EventToolCall, Step: r.step, CallID: u.ID, Tool: u.Name, Input: u.Input})
+			emit(Event{Kind: EventToolCall, Step: r.step, CallID: u.ID, ProviderCallID: u.ProviderID, Tool: u.Name, Input: u.Input})
 			if native {
 				r.activateNative(u.Name)
 			}
@@ -526,7 +551,7 @@ func (r *run) runCalls(ctx context.Context, uses []provider.Block, h Handler, na
 			r.sum.Failures[st]++
 		}
 		r.sum.Calls++
-		emit(Event{Kind: EventToolResult, Step: r.step, CallID: u.ID, Tool: u.Name, Input: u.Input, Result: res})
+		emit(Event{Kind: EventToolResult, Step: r.step, CallID: u.ID, ProviderCallID: u.ProviderID, Tool: u.Name, Input: u.Input, Result: res})
 		results = append(results, ResultBlock(u.ID, res))
 		r.mu.Lock()
 		for _, ex := range r.sum.Exchanges[nEx:] {
@@ -555,7 +580,7 @@ func (r *run) execute(ctx context.Context, u provider.Block, h Handler, emit fun
 		r.mu.Unlock()
 		q.close()
 	}()
-	call := &tool.Call{ID: u.ID, Name: u.Name, Input: u.Input, Events: func(e tool.Event) {
+	call := &tool.Call{ID: u.ID, ProviderID: u.ProviderID, Name: u.Name, Input: u.Input, Events: func(e tool.Event) {
 		ev := Event{Step: r.step, CallID: u.ID, Tool: u.Name, Output: &e}
 		switch e.Kind {
 		case tool.EventStdout, tool.EventStderr:

@@ -105,7 +105,7 @@ func TestRunDeferredToolFoundBySearch(t *testing.T) {
 	var results []string
 	for _, ev := range evs {
 		if ev.Kind == agent.EventToolResult {
-			results = append(results, ev.CallID+":"+string(ev.Result.Stage))
+			results = append(results, ev.ProviderCallID+":"+string(ev.Result.Stage))
 		}
 	}
 	if strings.Join(results, ",") != "c1:discovery,c2:,c3:" {
@@ -305,10 +305,10 @@ func TestRunCancelMidCommand(t *testing.T) {
 		t.Fatalf("last message: %+v", last)
 	}
 	r1, r2 := last.Blocks[0], last.Blocks[1]
-	if r1.ToolUseID != "x1" || !r1.IsError || !strings.Contains(strings.ToLower(allText([]provider.Message{{Blocks: []provider.Block{r1}}})), "cancel") {
+	if r1.ToolUseID != ourID(t, sum.Transcript, "x1") || !r1.IsError || !strings.Contains(strings.ToLower(allText([]provider.Message{{Blocks: []provider.Block{r1}}})), "cancel") {
 		t.Errorf("x1 result: %+v", r1)
 	}
-	if r2.ToolUseID != "x2" || !r2.IsError || !strings.Contains(allText([]provider.Message{{Blocks: []provider.Block{r2}}}), "not run") {
+	if r2.ToolUseID != ourID(t, sum.Transcript, "x2") || !r2.IsError || !strings.Contains(allText([]provider.Message{{Blocks: []provider.Block{r2}}}), "not run") {
 		t.Errorf("x2 result: %+v", r2)
 	}
 	if _, err := os.Stat(filepath.Join(ws, "after.txt")); err == nil {
@@ -336,7 +336,7 @@ func TestRunCancelMidCommand(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	// Records kept.
-	rec, err := st.Get(context.Background(), "x1")
+	rec, err := st.Get(context.Background(), ourID(t, sum.Transcript, "x1"))
 	if err != nil || rec.Outcome != store.OutcomeCancelled {
 		t.Errorf("record of x1: %+v, %v", rec, err)
 	}

@@ -114,10 +114,11 @@ func TestBH049HugeMCPResultStaysBoundedInTheNextRequest(t *testing.T) {
 	if err != nil || sum.Stop != agent.StopEndTurn {
 		t.Fatalf("err %v summary %+v", err, sum)
 	}
-	if recovery != `{"toolCallId":"dump_1","part":"result","lines":"16-1185"}` {
+	dump := ourID(t, sum.Transcript, "dump_1")
+	if recovery != `{"toolCallId":"`+dump+`","part":"result","lines":"16-1185"}` {
 		t.Errorf("recovery call %s", recovery)
 	}
-	rec, err := st.Get(context.Background(), "dump_1")
+	rec, err := st.Get(context.Background(), dump)
 	if err != nil {
 		t.Fatal(err)
 	}

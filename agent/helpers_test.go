@@ -42,7 +42,8 @@ func (m *scripted) Stream(ctx context.Context, req *provider.Request) iter.Seq2[
 	return func(yield func(provider.Event, error) bool) {
 		m.mu.Lock()
 		cp := *req
-		cp.Messages = append([]provider.Message(nil), req.Messages...)
+		// What a provider receives: its own ids (an adapter's WireIDs).
+		cp.Messages = provider.WireIDs(append([]provider.Message(nil), req.Messages...))
 		cp.Tools = append([]provider.Tool(nil), req.Tools...)
 		m.reqs = append(m.reqs, &cp)
 		i := len(m.reqs) - 1
@@ -225,4 +226,19 @@ func allText(msgs []provider.Message) string {
 		walk(m.Blocks)
 	}
 	return b.String()
+}
+
+// ourID is aibuddy's toolCallId of the call the model gave providerID in
+// transcript (the first such call).
+func ourID(t *testing.T, transcript []provider.Message, providerID string) string {
+	t.Helper()
+	for _, m := range transcript {
+		for _, b := range m.Blocks {
+			if b.Type == provider.ToolUse && b.ProviderID == providerID {
+				return b.ID
+			}
+		}
+	}
+	t.Fatalf("no call with provider id %q in the transcript", providerID)
+	return ""
 }

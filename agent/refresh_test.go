@@ -132,7 +132,7 @@ func TestRunPicksUpToolChanges(t *testing.T) {
 	results := map[string]*tool.Result{}
 	for _, ev := range evs {
 		if ev.Kind == agent.EventToolResult {
-			results[ev.CallID] = ev.Result
+			results[ev.ProviderCallID] = ev.Result
 		}
 	}
 	if r := results["g1"]; r == nil || r.IsError || !strings.Contains(r.AllText(), "small__gamma ran") {

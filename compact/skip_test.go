@@ -107,3 +107,29 @@ func TestTokensNeverExceedBytes(t *testing.T) {
 		}
 	}
 }
+
+// TestViewByProviderID: view_tool_call given the provider's id of a call
+// (what the model itself called it) finds the call in the current task
+// when the id is unique there, and lists the candidates when the provider
+// reused it.
+func TestViewByProviderID(t *testing.T) {
+	r := newRig(t, compact.Options{})
+	ctx := context.Background()
+	r.rec.Call(ctx, "task1", &tool.Call{ID: "ours-1", ProviderID: "toolu_1", Name: "echo"}, returning(tool.Text("first output")))
+	r.rec.Call(ctx, "task1", &tool.Call{ID: "ours-2", ProviderID: "call_0", Name: "echo"}, returning(tool.Text("second output")))
+	r.rec.Call(ctx, "task1", &tool.Call{ID: "ours-3", ProviderID: "call_0", Name: "echo"}, returning(tool.Text("third output")))
+	r.rec.Call(ctx, "task2", &tool.Call{ID: "ours-4", ProviderID: "toolu_1", Name: "echo"}, returning(tool.Text("other task")))
+	in := tool.WithTaskID(ctx, "task1")
+	res := r.view.Call(in, &tool.Call{ID: "v1", Input: []byte(`{"id":"toolu_1"}`)})
+	if res.IsError || !strings.Contains(res.AllText(), "first output") || !strings.Contains(res.AllText(), "toolCallId=ours-1") {
+		t.Errorf("view by the provider's unique id: %s", res.AllText())
+	}
+	res = r.view.Call(in, &tool.Call{ID: "v2", Input: []byte(`{"id":"call_0"}`)})
+	if !res.IsError || res.Stage != tool.Parameters || !strings.Contains(res.AllText(), "ours-2") || !strings.Contains(res.AllText(), "ours-3") {
+		t.Errorf("view by a reused provider id: %s (stage %s), want a Parameters error naming ours-2 and ours-3", res.AllText(), res.Stage)
+	}
+	res = r.view.Call(ctx, &tool.Call{ID: "v3", Input: []byte(`{"id":"toolu_1"}`)})
+	if !res.IsError || !strings.Contains(res.AllText(), "no recorded tool call") {
+		t.Errorf("view by a provider id without a task: %s", res.AllText())
+	}
+}

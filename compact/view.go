@@ -24,6 +24,68 @@ import (
 	"github.com/aibuddy/aibuddy/tool"
 )
 
+// maxProviderMatches bounds the calls listed when a provider id names
+// several calls of the task.
+const maxProviderMatches = 10
+
+// byProviderID resolves id as the model provider's id of a call of the
+// current task (tool.TaskID): a model may name a call by the tool_use id
+// it gave it rather than by the toolCallId its results name. One match is
+// that call; several (providers reuse ids, some send "call_0" on every
+// turn) are a Parameters error listing them; none, or a store without
+// provider ids, is the not-found error.
+func (v *viewer) byProviderID(ctx context.Context, id string) (*store.Record, error) {
+	notFound := tool.Errorf(tool.Parameters, "no recorded tool call has id %q", id).
+		WithHint("use the toolCallId exactly as a compacted result's stub names it")
+	p, ok := v.st.(store.ProviderIDs)
+	task := tool.TaskID(ctx)
+	if !ok || task == "" {
+		return nil, notFound
+	}
+	ids, err := p.ByProviderID(ctx, task, id)
+	if err != nil {
+		return nil, tool.Errorf(tool.Execution, "looking up provider id %q failed: %w", id, err).WithHint("retry later")
+	}
+	switch len(ids) {
+	case 0:
+		return nil, notFound
+	case 1:
+		rec, err := v.st.Get(ctx, ids[0])
+		if err != nil {
+			return nil, tool.Errorf(tool.Execution, "reading the record of %q failed: %w", ids[0], err).WithHint("retry later")
+		}
+		return rec, nil
+	}
+	var list []string
+	for _, c := range ids[:min(len(ids), maxProviderMatches)] {
+		line := c
+		if rec, err := v.st.Get(ctx, c); err == nil {
+			line += " (" + rec.Tool + " " + shortInput(rec.Input, 80) + ")"
+		}
+		list = append(list, line)
+	}
+	more := ""
+	if len(ids) > maxProviderMatches {
+		more = fmt.Sprintf("; %d more: aibuddy calls list --task %s", len(ids)-maxProviderMatches, task)
+	}
+	return nil, tool.Errorf(tool.Parameters, "%q is the provider's id of %d calls of this task, not a toolCallId: %s%s",
+		id, len(ids), strings.Join(list, ", "), more).WithHint("pass the toolCallId of the one you mean")
+}
+
+// shortInput is a call's input as compact JSON cut to n characters.
+func shortInput(in json.RawMessage, n int) string {
+	var buf bytes.Buffer
+	if json.Compact(&buf, in) != nil {
+		buf.Reset()
+		buf.Write(in)
+	}
+	r := []rune(buf.String())
+	if len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return string(r)
+}
+
 // ViewToolCallName is the wire name of the recovery tool.
 const ViewToolCallName = "view_tool_call"
 
@@ -103,7 +165,11 @@ type viewInput struct {
 // (characters); pattern lists matching lines instead, numbered as in the
 // whole source (also within a lines range). Evidence keys:
 // tool_call_id, source, total_chars, offset, end, next_offset (-1 at the
-// end), matches (pattern). An unknown id, a bad JSONPath, a json_path on
+// end), matches (pattern). An id that is no toolCallId is tried as the
+// model provider's id of a call of the current task (tool.TaskID; stores
+// implementing store.ProviderIDs): one such call is viewed, several are a
+// Parameters error naming their toolCallIds (at most 10). An unknown id,
+// a bad JSONPath, a json_path on
 // output that is not JSON or on an output file over MaxJSONBytes, or a bad
 // pattern is a Parameters error; a failed read of an output file is an
 // Execution error.
@@ -193,8 +259,10 @@ func (v *viewer) call(ctx context.Context, call *tool.Call) (*tool.Result, error
 	}
 	rec, err := v.st.Get(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, tool.Errorf(tool.Parameters, "no recorded tool call has id %q", id).
-			WithHint("use the toolCallId exactly as a compacted result's stub names it")
+		rec, err = v.byProviderID(ctx, id)
+		if err != nil {
+			return nil, err
+		}
 	}
 	if err != nil {
 		return nil, tool.Errorf(tool.Execution, "reading the record of %q failed: %w", id, err).WithHint("retry later")

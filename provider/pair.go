@@ -106,3 +106,79 @@ func orphanText(b Block) Block {
 	}
 	return Block{Type: Text, Text: text}
 }
+
+// WireIDs returns msgs as a provider must receive them: every tool_use
+// under the id that provider gave it (Block.ProviderID) instead of
+// aibuddy's own (Block.ID), and every tool_result under the id of the call
+// it answers. Adapters call it last, on what they are about to send. A
+// provider id that an earlier call in msgs already goes out under keeps
+// aibuddy's id instead, so that the ids of one request stay unique (a
+// server that sends "call_0" on every turn gets its later calls back
+// under aibuddy's ids; Anthropic's API refuses repeated tool_use ids, and
+// servers that look a call up by id would find the wrong one). A tool_use
+// without ProviderID, and a result whose call is not in msgs, keep their
+// ids. msgs is not modified; without any ProviderID it is returned as is.
+func WireIDs(msgs []Message) []Message {
+	has := false
+	taken := map[string]bool{} // ids that go out as they are
+	for _, m := range msgs {
+		for _, b := range m.Blocks {
+			if b.Type != ToolUse {
+				continue
+			}
+			if b.ProviderID != "" {
+				has = true
+			} else {
+				taken[b.ID] = true
+			}
+		}
+	}
+	if !has {
+		return msgs
+	}
+	wire := map[string]string{} // aibuddy's id -> the id it goes out under
+	for _, m := range msgs {
+		for _, b := range m.Blocks {
+			if b.Type != ToolUse || b.ProviderID == "" {
+				continue
+			}
+			if _, done := wire[b.ID]; done {
+				continue
+			}
+			w := b.ProviderID
+			if taken[w] {
+				w = b.ID
+			}
+			taken[w] = true
+			wire[b.ID] = w
+		}
+	}
+	out := make([]Message, len(msgs))
+	for i, m := range msgs {
+		out[i] = m
+		changed := false
+		for _, b := range m.Blocks {
+			if (b.Type == ToolUse && b.ProviderID != "") || (b.Type == ToolResult && wire[b.ToolUseID] != "") {
+				changed = true
+				break
+			}
+		}
+		if !changed {
+			continue
+		}
+		blocks := make([]Block, len(m.Blocks))
+		for j, b := range m.Blocks {
+			switch {
+			case b.Type == ToolUse && b.ProviderID != "":
+				b.ID, b.ProviderID = wire[b.ID], ""
+			case b.Type == ToolResult:
+				if w, ok := wire[b.ToolUseID]; ok {
+					b.ToolUseID = w
+				}
+			}
+			blocks[j] = b
+		}
+		out[i].Blocks = blocks
+	}
+	return out
+}

@@ -41,9 +41,17 @@ type Block struct {
 	Type BlockType `json:"type"`
 	Text string    `json:"text,omitempty"` // Text
 
-	ID    string          `json:"id,omitempty"`    // ToolUse: the toolCallId
-	Name  string          `json:"name,omitempty"`  // ToolUse: tool name
-	Input json.RawMessage `json:"input,omitempty"` // ToolUse: raw arguments object
+	// ID is, on a ToolUse, the toolCallId: aibuddy's id of the call,
+	// unique across tasks, that records, results and view_tool_call use.
+	ID string `json:"id,omitempty"`
+	// ProviderID is, on a ToolUse, the id the model provider gave the
+	// call, when aibuddy gave it an ID of its own (provider ids repeat:
+	// some servers send "call_0" on every turn). Adapters send it back to
+	// the provider in its place ([WireIDs]). "" when the provider's id is
+	// ID itself or there was none.
+	ProviderID string          `json:"provider_id,omitempty"`
+	Name       string          `json:"name,omitempty"`  // ToolUse: tool name
+	Input      json.RawMessage `json:"input,omitempty"` // ToolUse: raw arguments object
 
 	ToolUseID string  `json:"tool_use_id,omitempty"` // ToolResult: the call it answers
 	IsError   bool    `json:"is_error,omitempty"`    // ToolResult

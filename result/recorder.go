@@ -118,7 +118,7 @@ func (r *Recorder) Call(ctx context.Context, taskID string, call *tool.Call, nex
 		input = []byte("{}")
 	}
 	rec := &store.Record{
-		ToolCallID: call.ID, TaskID: taskID, Tool: call.Name,
+		ToolCallID: call.ID, ProviderCallID: call.ProviderID, TaskID: taskID, Tool: call.Name,
 		Input:   append(json.RawMessage(nil), input...),
 		Outcome: store.OutcomeRunning, StartedAt: r.opts.Now(),
 	}

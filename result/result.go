@@ -116,17 +116,20 @@ const (
 // complete streamed output"). Progress itself travels as tool.Event values
 // through the call's Events sink while it runs.
 type Client struct {
-	ToolCallID string        `json:"toolCallId"`
-	TaskID     string        `json:"taskId,omitempty"`
-	Tool       string        `json:"tool"`
-	Target     string        `json:"target,omitempty"` // what the call acts on: path, command, pattern, url...
-	Status     Status        `json:"status"`
-	Stage      string        `json:"stage,omitempty"` // failure stage of an error
-	StartedAt  time.Time     `json:"startedAt"`
-	EndedAt    time.Time     `json:"endedAt,omitzero"`
-	Duration   time.Duration `json:"durationNs,omitempty"`
-	Output     string        `json:"output,omitempty"` // the whole output text, never compacted
-	Compaction string        `json:"compaction,omitempty"`
+	ToolCallID string `json:"toolCallId"`
+	// ProviderCallID is the model provider's own id of the call, when it
+	// came from a model (it may repeat across calls).
+	ProviderCallID string        `json:"providerCallId,omitempty"`
+	TaskID         string        `json:"taskId,omitempty"`
+	Tool           string        `json:"tool"`
+	Target         string        `json:"target,omitempty"` // what the call acts on: path, command, pattern, url...
+	Status         Status        `json:"status"`
+	Stage          string        `json:"stage,omitempty"` // failure stage of an error
+	StartedAt      time.Time     `json:"startedAt"`
+	EndedAt        time.Time     `json:"endedAt,omitzero"`
+	Duration       time.Duration `json:"durationNs,omitempty"`
+	Output         string        `json:"output,omitempty"` // the whole output text, never compacted
+	Compaction     string        `json:"compaction,omitempty"`
 	// InterruptedAt is when the call was found interrupted (Status
 	// interrupted), else zero.
 	InterruptedAt time.Time `json:"interruptedAt,omitzero"`
@@ -135,7 +138,7 @@ type Client struct {
 // ClientOf is the client projection of a record.
 func ClientOf(rec *store.Record) Client {
 	c := Client{
-		ToolCallID: rec.ToolCallID, TaskID: rec.TaskID, Tool: rec.Tool,
+		ToolCallID: rec.ToolCallID, ProviderCallID: rec.ProviderCallID, TaskID: rec.TaskID, Tool: rec.Tool,
 		Target: Target(rec.Input), Stage: rec.Stage,
 		StartedAt: rec.StartedAt, EndedAt: rec.EndedAt, Compaction: string(rec.Compaction),
 		InterruptedAt: rec.InterruptedAt,

@@ -40,11 +40,15 @@ const (
 
 // Record is the durable record of one tool call.
 type Record struct {
-	ToolCallID string          // stable id (provider tool_use id, or minted); primary key
-	TaskID     string          // the run (task) the call belongs to
-	Seq        int64           // order of the call within its task, assigned by Put when 0
-	Tool       string          // tool name as called
-	Input      json.RawMessage // raw input, exactly as received
+	ToolCallID string // aibuddy's id of the call, unique across tasks; primary key
+	// ProviderCallID is the id the model provider gave the call (its
+	// tool_use id or call_id), kept as data: providers reuse ids (some
+	// send "call_0" on every turn). "" when none.
+	ProviderCallID string
+	TaskID         string          // the run (task) the call belongs to
+	Seq            int64           // order of the call within its task, assigned by Put when 0
+	Tool           string          // tool name as called
+	Input          json.RawMessage // raw input, exactly as received
 	// Output is the raw result: the JSON of the whole tool result as first
 	// produced (content blocks, isError, stage, evidence), never trimmed.
 	Output json.RawMessage
@@ -74,6 +78,15 @@ type Record struct {
 // are untouched, so a run is never half deleted.
 type Pruner interface {
 	PruneBefore(ctx context.Context, cutoff time.Time) ([]string, error)
+}
+
+// ProviderIDs is an optional interface of a [Store]: ByProviderID returns
+// the ToolCallIDs of the task's records whose ProviderCallID is
+// providerID, in Seq order (none: empty, no error). It lets a model that
+// names a call by its own tool_use id find aibuddy's; several records may
+// match, as providers reuse ids.
+type ProviderIDs interface {
+	ByProviderID(ctx context.Context, taskID, providerID string) ([]string, error)
 }
 
 // Store keeps records. Implementations are safe for concurrent use by many

@@ -10,9 +10,14 @@ import (
 // Call is one tool call as the execution plane sees it: the provider's
 // tool_use (Anthropic) or function_call (OpenAI), or an MCP tools/call.
 type Call struct {
-	// ID is the stable toolCallId (provider-assigned, or minted by the
-	// caller); it keys the durable record.
+	// ID is the stable toolCallId, unique across tasks (minted by
+	// aibuddy: a model provider's ids are not unique in the wild); it keys
+	// the durable record.
 	ID string
+	// ProviderID is the id the model provider gave this call (its
+	// tool_use id / call_id), kept as data; "" when none (MCP hosts, the
+	// CLI).
+	ProviderID string
 	// Name is the tool's wire name.
 	Name string
 	// Input is the raw JSON arguments object.

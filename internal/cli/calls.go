@@ -198,21 +198,22 @@ func (c *common) openStore() (store.Store, error) {
 
 func recordJSON(rec *store.Record) any {
 	return struct {
-		ToolCallID    string          `json:"toolCallId"`
-		TaskID        string          `json:"taskId"`
-		Seq           int64           `json:"seq"`
-		Tool          string          `json:"tool"`
-		Input         json.RawMessage `json:"input"`
-		Output        json.RawMessage `json:"output"`
-		Model         json.RawMessage `json:"model,omitempty"`
-		Stage         string          `json:"stage,omitempty"`
-		Outcome       store.Outcome   `json:"outcome"`
-		StartedAt     time.Time       `json:"startedAt"`
-		EndedAt       time.Time       `json:"endedAt"`
-		Compaction    string          `json:"compaction,omitempty"`
-		Pointer       string          `json:"pointer,omitempty"`
-		InterruptedAt time.Time       `json:"interruptedAt,omitzero"`
-	}{rec.ToolCallID, rec.TaskID, rec.Seq, rec.Tool, orNull(rec.Input), orNull(rec.Output), rec.Model, rec.Stage,
+		ToolCallID     string          `json:"toolCallId"`
+		ProviderCallID string          `json:"providerCallId,omitempty"`
+		TaskID         string          `json:"taskId"`
+		Seq            int64           `json:"seq"`
+		Tool           string          `json:"tool"`
+		Input          json.RawMessage `json:"input"`
+		Output         json.RawMessage `json:"output"`
+		Model          json.RawMessage `json:"model,omitempty"`
+		Stage          string          `json:"stage,omitempty"`
+		Outcome        store.Outcome   `json:"outcome"`
+		StartedAt      time.Time       `json:"startedAt"`
+		EndedAt        time.Time       `json:"endedAt"`
+		Compaction     string          `json:"compaction,omitempty"`
+		Pointer        string          `json:"pointer,omitempty"`
+		InterruptedAt  time.Time       `json:"interruptedAt,omitzero"`
+	}{rec.ToolCallID, rec.ProviderCallID, rec.TaskID, rec.Seq, rec.Tool, orNull(rec.Input), orNull(rec.Output), rec.Model, rec.Stage,
 		rec.Outcome, rec.StartedAt, rec.EndedAt, string(rec.Compaction), rec.Pointer, rec.InterruptedAt}
 }
 

@@ -200,7 +200,7 @@ func (m *Model) params(req *provider.Request) (anthropic.MessageNewParams, [][]o
 	if maxTokens <= 0 {
 		maxTokens = m.maxTokens
 	}
-	msgs, origins := messages(req.Messages)
+	msgs, origins := messages(provider.WireIDs(req.Messages))
 	p := anthropic.MessageNewParams{
 		Model:     anthropic.Model(model),
 		MaxTokens: int64(maxTokens),

@@ -46,7 +46,7 @@ func (m *Model) params(req *provider.Request) (openai.ChatCompletionNewParams, e
 		}
 		p.Tools = append(p.Tools, param.Override[openai.ChatCompletionToolUnionParam](json.RawMessage(b)))
 	}
-	msgs, err := messages(req.System, provider.Pair(req.Messages))
+	msgs, err := messages(req.System, provider.WireIDs(provider.Pair(req.Messages)))
 	if err != nil {
 		return p, err
 	}

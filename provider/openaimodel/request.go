@@ -39,7 +39,7 @@ func (m *Model) params(req *provider.Request) (responses.ResponseNewParams, rest
 	for _, t := range tools {
 		p.Tools = append(p.Tools, param.Override[responses.ToolUnionParam](t))
 	}
-	items, err := inputItems(provider.Pair(req.Messages), restore)
+	items, err := inputItems(provider.WireIDs(provider.Pair(req.Messages)), restore)
 	if err != nil {
 		return p, nil, err
 	}

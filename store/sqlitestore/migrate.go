@@ -51,11 +51,16 @@ ALTER TABLE calls ADD COLUMN owner TEXT NOT NULL DEFAULT '';  -- '' : written be
 ALTER TABLE calls ADD COLUMN interrupted_at INTEGER;          -- Unix nanoseconds; NULL unless interrupted
 CREATE INDEX calls_running ON calls (owner) WHERE outcome = 'running';
 `,
+	// 3: the model provider's own id of a call, kept as data.
+	`
+ALTER TABLE calls ADD COLUMN provider_call_id TEXT NOT NULL DEFAULT '';
+CREATE INDEX calls_provider ON calls (task_id, provider_call_id) WHERE provider_call_id != '';
+`,
 }
 
 // SchemaVersion is the schema version (PRAGMA user_version) this build
 // writes: the number of migration steps it knows.
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 // migrate brings the database to len(steps), one step per BEGIN IMMEDIATE
 // transaction together with its user_version bump, so a crash or a

@@ -108,7 +108,10 @@ type Store struct {
 	beforeCommit func(batch int)  // the leader is about to begin a batch
 }
 
-var _ store.Store = (*Store)(nil)
+var (
+	_ store.Store       = (*Store)(nil)
+	_ store.ProviderIDs = (*Store)(nil)
+)
 
 // Open opens the store at path (a file name; created with mode 0600, and its
 // missing parent folders with mode 0700), brings its schema up to date and
@@ -333,7 +336,7 @@ func (s *Store) put(ctx context.Context, r *store.Record, started, ended, interr
 	var seq int64
 	if r.Outcome == store.OutcomeRunning {
 		err := w.insertCall.QueryRowContext(ctx, r.ToolCallID, r.TaskID, r.Seq, r.Tool, blob(r.Model),
-			r.Stage, string(r.Outcome), started, ended, string(r.Compaction), r.Pointer, interrupted, s.owner).Scan(&seq)
+			r.Stage, string(r.Outcome), started, ended, string(r.Compaction), r.Pointer, interrupted, s.owner, r.ProviderCallID).Scan(&seq)
 		if err == nil {
 			_, err = w.putRaw.ExecContext(ctx, r.ToolCallID, blob(r.Input), blob(r.Output))
 			return seq, err
@@ -343,7 +346,7 @@ func (s *Store) put(ctx context.Context, r *store.Record, started, ended, interr
 		}
 	} else {
 		err := w.finishCall.QueryRowContext(ctx, r.Tool, blob(r.Model), r.Stage, string(r.Outcome),
-			started, ended, string(r.Compaction), r.Pointer, r.ToolCallID, r.TaskID, r.Seq, interrupted, s.owner).Scan(&seq)
+			started, ended, string(r.Compaction), r.Pointer, r.ToolCallID, r.TaskID, r.Seq, interrupted, s.owner, r.ProviderCallID).Scan(&seq)
 		if err == nil {
 			res, err := w.finishRaw.ExecContext(ctx, blob(r.Input), blob(r.Output), r.ToolCallID)
 			if err != nil {
@@ -373,7 +376,7 @@ func (s *Store) put(ctx context.Context, r *store.Record, started, ended, interr
 		}
 	}
 	if _, err := w.putCall.ExecContext(ctx, r.ToolCallID, r.TaskID, seq, r.Tool, blob(r.Model),
-		r.Stage, string(r.Outcome), started, ended, string(r.Compaction), r.Pointer, interrupted, s.owner); err != nil {
+		r.Stage, string(r.Outcome), started, ended, string(r.Compaction), r.Pointer, interrupted, s.owner, r.ProviderCallID); err != nil {
 		return 0, err
 	}
 	if _, err := w.putRaw.ExecContext(ctx, r.ToolCallID, blob(r.Input), blob(r.Output)); err != nil {
@@ -397,7 +400,7 @@ func isConstraint(err error) bool {
 
 // selectRecords reads whole records; append a WHERE clause.
 const selectRecords = `SELECT c.tool_call_id, c.task_id, c.seq, c.tool, r.input, r.output, c.model,
-  c.stage, c.outcome, c.started_at, c.ended_at, c.compaction, c.pointer, c.interrupted_at
+  c.stage, c.outcome, c.started_at, c.ended_at, c.compaction, c.pointer, c.interrupted_at, c.provider_call_id
 FROM calls c LEFT JOIN raws r ON r.tool_call_id = c.tool_call_id `
 
 // Get returns the record with toolCallID, or an error wrapping
@@ -433,6 +436,27 @@ func (s *Store) ListTask(ctx context.Context, taskID string) ([]*store.Record, e
 	}
 	if err := rows.Err(); err != nil {
 		return nil, s.failID("list task", taskID, err)
+	}
+	return out, nil
+}
+
+// ByProviderID implements [store.ProviderIDs].
+func (s *Store) ByProviderID(ctx context.Context, taskID, providerID string) ([]string, error) {
+	rows, err := s.rs.byProvider.QueryContext(ctx, taskID, providerID)
+	if err != nil {
+		return nil, s.failID("by provider id", providerID, err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, s.failID("by provider id", providerID, err)
+		}
+		out = append(out, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.failID("by provider id", providerID, err)
 	}
 	return out, nil
 }
@@ -546,7 +570,7 @@ func scanRecord(sc scanner) (*store.Record, error) {
 		interruptedAt        sql.NullInt64
 	)
 	if err := sc.Scan(&r.ToolCallID, &r.TaskID, &r.Seq, &r.Tool, &input, &output, &model,
-		&r.Stage, &outcome, &startedAt, &endedAt, &compaction, &r.Pointer, &interruptedAt); err != nil {
+		&r.Stage, &outcome, &startedAt, &endedAt, &compaction, &r.Pointer, &interruptedAt, &r.ProviderCallID); err != nil {
 		return nil, err
 	}
 	var err error

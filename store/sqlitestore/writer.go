@@ -252,27 +252,28 @@ WHERE tasks.touched < (SELECT max(touched) FROM tasks)`}, // already the latest 
 		// A new record, its Seq (?3, 0: the task's next) computed in place.
 		{&w.insertCall, `
 INSERT INTO calls (tool_call_id, task_id, seq, tool, model, stage, outcome,
-                   started_at, ended_at, compaction, pointer, interrupted_at, owner)
+                   started_at, ended_at, compaction, pointer, interrupted_at, owner, provider_call_id)
 VALUES (?1, ?2, CASE WHEN ?3 > 0 THEN ?3 ELSE (SELECT coalesce(max(seq), 0) + 1 FROM calls WHERE task_id = ?2) END,
-        ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
+        ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)
 RETURNING seq`},
 		// A record finished in place: same task, Seq kept (?11, 0) or equal.
 		{&w.finishCall, `
 UPDATE calls SET tool = ?1, model = ?2, stage = ?3, outcome = ?4, started_at = ?5, ended_at = ?6,
-  compaction = ?7, pointer = ?8, interrupted_at = ?12, owner = ?13
+  compaction = ?7, pointer = ?8, interrupted_at = ?12, owner = ?13, provider_call_id = ?14
 WHERE tool_call_id = ?9 AND task_id = ?10 AND (?11 = 0 OR seq = ?11)
 RETURNING seq`},
 		{&w.finishRaw, `UPDATE raws SET input = ?, output = ? WHERE tool_call_id = ?`},
 		{&w.putCall, `
 INSERT INTO calls (tool_call_id, task_id, seq, tool, model, stage, outcome,
-                   started_at, ended_at, compaction, pointer, interrupted_at, owner)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                   started_at, ended_at, compaction, pointer, interrupted_at, owner, provider_call_id)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (tool_call_id) DO UPDATE SET
   task_id = excluded.task_id, seq = excluded.seq, tool = excluded.tool,
   model = excluded.model, stage = excluded.stage, outcome = excluded.outcome,
   started_at = excluded.started_at, ended_at = excluded.ended_at,
   compaction = excluded.compaction, pointer = excluded.pointer,
-  interrupted_at = excluded.interrupted_at, owner = excluded.owner`},
+  interrupted_at = excluded.interrupted_at, owner = excluded.owner,
+  provider_call_id = excluded.provider_call_id`},
 		{&w.putRaw, `
 INSERT INTO raws (tool_call_id, input, output) VALUES (?, ?, ?)
 ON CONFLICT (tool_call_id) DO UPDATE SET input = excluded.input, output = excluded.output`},
@@ -303,7 +304,7 @@ func (w *writeStmts) close() error {
 // readStmts are the read pool's statements, prepared once (database/sql
 // prepares each on a connection at its first use there).
 type readStmts struct {
-	get, list, tasks *sql.Stmt
+	get, list, tasks, byProvider *sql.Stmt
 }
 
 func (r *readStmts) prepare(ctx context.Context, db *sql.DB) error {
@@ -314,6 +315,7 @@ func (r *readStmts) prepare(ctx context.Context, db *sql.DB) error {
 		{&r.get, selectRecords + `WHERE c.tool_call_id = ?`},
 		{&r.list, selectRecords + `WHERE c.task_id = ? ORDER BY c.seq, c.rowid`},
 		{&r.tasks, `SELECT task_id FROM tasks WHERE EXISTS (SELECT 1 FROM calls WHERE calls.task_id = tasks.task_id) ORDER BY touched DESC LIMIT ?`},
+		{&r.byProvider, `SELECT tool_call_id FROM calls WHERE task_id = ? AND provider_call_id = ? AND provider_call_id != '' ORDER BY seq, rowid`},
 	} {
 		st, err := db.PrepareContext(ctx, p.sql)
 		if err != nil {
@@ -326,7 +328,7 @@ func (r *readStmts) prepare(ctx context.Context, db *sql.DB) error {
 
 func (r *readStmts) close() error {
 	var errs []error
-	for _, st := range []*sql.Stmt{r.get, r.list, r.tasks} {
+	for _, st := range []*sql.Stmt{r.get, r.list, r.tasks, r.byProvider} {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}

@@ -31,6 +31,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("ConcurrentWriters", func(t *testing.T) { testConcurrent(t, open(t)) })
 	t.Run("LargePayload", func(t *testing.T) { testLarge(t, open(t)) })
 	t.Run("PruneBefore", func(t *testing.T) { testPrune(t, open(t)) })
+	t.Run("ProviderIDsRepeat", func(t *testing.T) { testProviderIDs(t, open(t)) })
 }
 
 // testPrune runs when the store implements store.Pruner: whole tasks older
@@ -129,6 +130,7 @@ func diff(got, want *store.Record, withSeq bool) []string {
 		}
 	}
 	str("ToolCallID", got.ToolCallID, want.ToolCallID)
+	str("ProviderCallID", got.ProviderCallID, want.ProviderCallID)
 	str("TaskID", got.TaskID, want.TaskID)
 	if withSeq && got.Seq != want.Seq {
 		d = append(d, fmt.Sprintf("Seq = %d, want %d", got.Seq, want.Seq))
@@ -202,18 +204,19 @@ func testRoundTrip(t *testing.T, s store.Store) {
 		`"stage":"execution","n":[1e400,12345678901234567890123,-0.0,1.50]}`)
 	model := json.RawMessage(` "short form"  `)
 	r := &store.Record{
-		ToolCallID: "toolu_01A09q90qw90lq917835lq9",
-		TaskID:     "task-1",
-		Tool:       "mcp__fs__read_file",
-		Input:      input,
-		Output:     output,
-		Model:      model,
-		Stage:      "execution",
-		Outcome:    store.OutcomeError,
-		StartedAt:  base,
-		EndedAt:    base.Add(2*time.Second + 987654321*time.Nanosecond),
-		Compaction: store.CompactionTrim,
-		Pointer:    "compacted_outputs/task-1/toolu_01A09q90qw90lq917835lq9.json",
+		ToolCallID:     "call_4f1c2b9a0e7d6c5b",
+		ProviderCallID: "toolu_01A09q90qw90lq917835lq9",
+		TaskID:         "task-1",
+		Tool:           "mcp__fs__read_file",
+		Input:          input,
+		Output:         output,
+		Model:          model,
+		Stage:          "execution",
+		Outcome:        store.OutcomeError,
+		StartedAt:      base,
+		EndedAt:        base.Add(2*time.Second + 987654321*time.Nanosecond),
+		Compaction:     store.CompactionTrim,
+		Pointer:        "compacted_outputs/task-1/toolu_01A09q90qw90lq917835lq9.json",
 	}
 	want := *r
 	want.Input = slices.Clone(input)
@@ -710,4 +713,36 @@ func testLarge(t *testing.T, s store.Store) {
 	}
 	r.Model, r.Compaction, r.Pointer = stub, store.CompactionTrim, "compacted_outputs/big/call_large.json"
 	wantRecord(t, mustGet(t, s, "call_large"), r, true)
+}
+
+// testProviderIDs: records are keyed by ToolCallID alone; the provider's id
+// is data and may repeat, in one task and across tasks (servers that send
+// "call_0" on every turn).
+func testProviderIDs(t *testing.T, s store.Store) {
+	defer closeStore(t, s)
+	var want []*store.Record
+	for i, task := range []string{"t1", "t1", "t1", "t2"} {
+		r := rec(task, fmt.Sprintf("ours-%d", i))
+		r.ProviderCallID = "call_0"
+		mustPut(t, s, r)
+		want = append(want, r)
+	}
+	for _, w := range want {
+		wantRecord(t, mustGet(t, s, w.ToolCallID), w, true)
+	}
+	if l, err := s.ListTask(ctx(t), "t1"); err != nil || !slices.Equal(ids(l), []string{"ours-0", "ours-1", "ours-2"}) {
+		t.Errorf("ListTask(t1) = %v, %v; want the three records sharing provider id call_0", ids(l), err)
+	}
+	if p, ok := s.(store.ProviderIDs); ok {
+		for _, c := range []struct {
+			task, pid string
+			want      []string
+		}{{"t1", "call_0", []string{"ours-0", "ours-1", "ours-2"}}, {"t2", "call_0", []string{"ours-3"}},
+			{"t1", "call_9", nil}, {"t1", "", nil}} {
+			got, err := p.ByProviderID(ctx(t), c.task, c.pid)
+			if err != nil || !slices.Equal(got, c.want) {
+				t.Errorf("ByProviderID(%s, %q) = %v, %v; want %v", c.task, c.pid, got, err, c.want)
+			}
+		}
+	}
 }
