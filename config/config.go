@@ -124,6 +124,11 @@ type Agent struct {
 	// Default 150,000 (a 200,000-token model with room for its answer);
 	// lower it for a smaller model.
 	ContextBudgetTokens int `json:"contextBudgetTokens,omitempty"`
+	// ContextNoteCalls is how many dropped tool calls the note left in
+	// their place names one by one (tool, arguments cut to 80
+	// characters, toolCallId for view_tool_call); older ones are counted
+	// and `aibuddy calls list --task` lists them. Count; default 25.
+	ContextNoteCalls int `json:"contextNoteCalls,omitempty"`
 }
 
 // Records configures the call records. Zero means the default given.
@@ -396,6 +401,7 @@ func (c *Config) validate() error {
 		"compaction.workers": int64(c.Compaction.Workers), "compaction.viewMaxChars": int64(c.Compaction.ViewMaxChars),
 		"compaction.viewMaxTokens": int64(c.Compaction.ViewMaxTokens), "compaction.viewMaxJSONBytes": c.Compaction.ViewMaxJSONBytes,
 		"agent.contextBudgetTokens": int64(c.Agent.ContextBudgetTokens),
+		"agent.contextNoteCalls":    int64(c.Agent.ContextNoteCalls),
 		"records.maxBatch":          int64(c.Records.MaxBatch),
 	}
 	var bad []string
