@@ -67,6 +67,16 @@ type Options struct {
 	// 200,000-token window with room for the answer); < 0 drops nothing
 	// until the provider refuses.
 	ContextBudget int
+	// ContextNoteCalls is how many dropped tool calls the note that
+	// replaces dropped exchanges names one by one (tool, arguments cut to
+	// 80 characters, toolCallId); older ones are counted and the note
+	// says how to list them (ListCallsCommand). Count; default
+	// provider.DefaultNoteCalls (25).
+	ContextNoteCalls int
+	// ListCallsCommand is the command a context note gives for listing
+	// every call of a task it could not name. Default "aibuddy calls list
+	// --task <taskID>".
+	ListCallsCommand func(taskID string) string
 	// ContextTarget is what the messages are cut down to once over
 	// ContextBudget, in tokens, so one cut serves several steps (and the
 	// provider's prompt cache). Default 3/4 of ContextBudget.
@@ -162,6 +172,9 @@ func New(opts Options) *Agent {
 	}
 	if opts.NewCallID == nil {
 		opts.NewCallID = randomCallID
+	}
+	if opts.ListCallsCommand == nil {
+		opts.ListCallsCommand = func(task string) string { return "aibuddy calls list --task " + task }
 	}
 	if opts.CancelGrace <= 0 {
 		opts.CancelGrace = DefaultCancelGrace

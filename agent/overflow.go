@@ -2,7 +2,6 @@ package agent
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/aibuddy/aibuddy/compact"
 	"github.com/aibuddy/aibuddy/provider"
@@ -80,11 +79,12 @@ func (r *run) fitContext(sent []provider.Message, native bool) []provider.Messag
 		Target:  max(f.target-overhead, 1),
 		MinDrop: f.dropped,
 		Count:   r.count,
-		Note: func(steps int, ids []string) string {
+		Note: func(steps int, calls []provider.DroppedCall) string {
+			o := &provider.NoteOptions{MaxCalls: r.a.opts.ContextNoteCalls, Unrecoverable: !hasView}
 			if hasView {
-				return provider.DroppedNote(steps, ids)
+				o.ListCommand = r.a.opts.ListCallsCommand(r.taskID)
 			}
-			return fmt.Sprintf("[Context note: %d earlier step(s) of this run were removed to fit the model's context window; their tool calls and results are no longer available.]", steps)
+			return provider.DroppedNote(steps, calls, o)
 		},
 	})
 	if rep.Exchanges != f.dropped {

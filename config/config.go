@@ -144,6 +144,11 @@ type Agent struct {
 	// Default 150,000 (a 200,000-token model with room for its answer);
 	// lower it for a smaller model.
 	ContextBudgetTokens int `json:"contextBudgetTokens,omitempty"`
+	// ContextNoteCalls is how many dropped tool calls the note left in
+	// their place names one by one (tool, arguments cut to 80
+	// characters, toolCallId for view_tool_call); older ones are counted
+	// and `aibuddy calls list --task` lists them. Count; default 25.
+	ContextNoteCalls int `json:"contextNoteCalls,omitempty"`
 }
 
 // Records configures the call records. Zero means the default given.
@@ -433,7 +438,8 @@ func (c *Config) validate() error {
 		"agent.contextBudgetTokens":  int64(c.Agent.ContextBudgetTokens),
 		"mcp.maxSchemaDepth":         int64(c.MCP.MaxSchemaDepth),
 		"mcp.notificationsPerSecond": int64(c.MCP.NotificationsPerSecond), "mcp.notificationLogInterval": int64(c.MCP.NotificationLogInterval),
-		"records.maxBatch": int64(c.Records.MaxBatch),
+		"records.maxBatch":       int64(c.Records.MaxBatch),
+		"agent.contextNoteCalls": int64(c.Agent.ContextNoteCalls),
 	}
 	var bad []string
 	for k, v := range ints {

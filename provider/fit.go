@@ -1,8 +1,11 @@
 package provider
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // Token estimates of [EstimateTokens] for what is not text.
@@ -38,34 +41,129 @@ type FitOptions struct {
 	// (pass compact.Count for o200k_base).
 	Count func(string) int
 	// Note writes the user-role text put where exchanges were dropped,
-	// from the number of assistant steps dropped and the tool call ids
-	// they held (oldest first); default [DroppedNote].
-	Note func(steps int, callIDs []string) string
+	// from the number of assistant steps dropped and the tool calls they
+	// held (oldest first); default DroppedNote with default NoteOptions.
+	// Fit may call it once per cut it considers, so it should cost in
+	// proportion to what it writes, not to len(calls).
+	Note func(steps int, calls []DroppedCall) string
+}
+
+// DroppedCall is one tool call that [Fit] dropped from the context.
+type DroppedCall struct {
+	ID    string          // the toolCallId: what view_tool_call recovers it by
+	Tool  string          // tool name as called
+	Input json.RawMessage // its arguments
+}
+
+// Defaults of [NoteOptions].
+const (
+	DefaultNoteCalls      = 25 // calls a note names one by one
+	DefaultNoteInputChars = 80 // characters of a named call's arguments
+)
+
+// NoteOptions configure [DroppedNote]. Zero fields take their defaults.
+type NoteOptions struct {
+	// MaxCalls is how many dropped calls the note names one by one (the
+	// newest of them; the older ones are counted). Count; default 25.
+	MaxCalls int
+	// MaxInputChars bounds each named call's arguments (compact JSON), in
+	// characters; longer ones end with "…". Default 80.
+	MaxInputChars int
+	// ListCommand tells how to list every call, for a note that cannot
+	// name them all (e.g. "aibuddy calls list --task task-1"); "" leaves
+	// it out.
+	ListCommand string
+	// Unrecoverable says the calls cannot be recovered (no view_tool_call
+	// in the run): the note says so instead of naming the way back.
+	Unrecoverable bool
 }
 
 // FitReport says what [Fit] did.
 type FitReport struct {
-	Exchanges int      // exchanges dropped (0: msgs returned as they were)
-	Steps     int      // assistant messages among them
-	CallIDs   []string // tool calls dropped with them, oldest first
-	Tokens    int      // estimate of the returned messages
+	Exchanges int           // exchanges dropped (0: msgs returned as they were)
+	Steps     int           // assistant messages among them
+	CallIDs   []string      // tool calls dropped with them, oldest first
+	Calls     []DroppedCall // the same calls with their tools and arguments
+	Tokens    int           // estimate of the returned messages
 	// Over is true when the returned messages still exceed Budget: the
 	// first user message and the newest exchange are never dropped.
 	Over bool
 }
 
 // DroppedNote is the default note of [Fit]: how many steps were removed
-// and how to get any call back (view_tool_call, which reads the run's call
-// records by id).
-func DroppedNote(steps int, callIDs []string) string {
-	s := fmt.Sprintf("[Context note: %d earlier step(s) of this run were removed to fit the model's context window.", steps)
-	switch n := len(callIDs); {
-	case n == 1:
-		s += fmt.Sprintf(" They held tool call %s.", callIDs[0])
-	case n > 1:
-		s += fmt.Sprintf(" They held %d tool calls, %s … %s.", n, callIDs[0], callIDs[n-1])
+// and, for each dropped call, its tool, its arguments (cut to
+// o.MaxInputChars) and its toolCallId, so that any of them can be got
+// back with view_tool_call. At most o.MaxCalls calls are named: the
+// newest of those dropped (nearest to the context that stays); the older
+// ones are counted, and o.ListCommand, when set, says how to list them. The note's length is bounded by o, whatever the
+// number of calls. o may be nil.
+func DroppedNote(steps int, calls []DroppedCall, o *NoteOptions) string {
+	var opt NoteOptions
+	if o != nil {
+		opt = *o
 	}
-	return s + ` Every call keeps its record: view_tool_call {"id": "<tool call id>"} recovers any call and its full result by id.]`
+	if opt.MaxCalls <= 0 {
+		opt.MaxCalls = DefaultNoteCalls
+	}
+	if opt.MaxInputChars <= 0 {
+		opt.MaxInputChars = DefaultNoteInputChars
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "[Context note: %d earlier step(s) of this run were removed to fit the model's context window.", steps)
+	if opt.Unrecoverable {
+		b.WriteString(" Their tool calls and results are no longer available.")
+	}
+	if n := len(calls); n > 0 {
+		shown := calls[max(n-opt.MaxCalls, 0):]
+		if len(shown) == n {
+			fmt.Fprintf(&b, " They held %s:", plural(n, "tool call", "tool calls"))
+		} else {
+			fmt.Fprintf(&b, " They held %s; the newest %d:", plural(n, "tool call", "tool calls"), len(shown))
+		}
+		for _, c := range shown {
+			fmt.Fprintf(&b, "\n- %s %s id=%s", c.Tool, shortArgs(c.Input, opt.MaxInputChars), c.ID)
+		}
+		if older := n - len(shown); older > 0 {
+			fmt.Fprintf(&b, "\n- and %s before them", plural(older, "older call", "older calls"))
+			if opt.ListCommand != "" {
+				fmt.Fprintf(&b, " (`%s` lists every call of this run with its id)", opt.ListCommand)
+			}
+			b.WriteString(".")
+		}
+		if !opt.Unrecoverable {
+			b.WriteString("\n")
+		}
+	}
+	if !opt.Unrecoverable {
+		b.WriteString(`Every call keeps its record: view_tool_call {"id": "<id>"} recovers any call and its full result by id.`)
+	}
+	b.WriteString("]")
+	return b.String()
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+// shortArgs is a call's arguments as compact JSON of at most n characters
+// (runes), "…" ending a cut.
+func shortArgs(in json.RawMessage, n int) string {
+	var buf bytes.Buffer
+	s := string(in)
+	if json.Compact(&buf, in) == nil {
+		s = buf.String()
+	}
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if s == "" {
+		s = "{}"
+	}
+	if r := []rune(s); len(r) > n {
+		return string(r[:max(n-1, 0)]) + "…"
+	}
+	return s
 }
 
 // EstimateTokens estimates the tokens of msgs: Count over every text,
@@ -139,7 +237,7 @@ func Fit(msgs []Message, opts FitOptions) ([]Message, FitReport) {
 		count = quarterBytes
 	}
 	if opts.Note == nil {
-		opts.Note = DroppedNote
+		opts.Note = func(steps int, calls []DroppedCall) string { return DroppedNote(steps, calls, nil) }
 	}
 	budget := opts.Budget
 	if budget <= 0 {
@@ -180,33 +278,38 @@ func Fit(msgs []Message, opts FitOptions) ([]Message, FitReport) {
 		}
 		return s
 	}
+	drop := newDropped(msgs, units)
 	noteCost := func(k int) int {
-		steps, ids := droppedOf(msgs, units, k)
-		return MessageOverheadTokens + BlockOverheadTokens + count(opts.Note(steps, ids))
+		steps, calls := drop.of(k)
+		return MessageOverheadTokens + BlockOverheadTokens + count(opts.Note(steps, calls))
 	}
 	minDrop := max(opts.MinDrop, 1)
-	drop := -1
+	cut := -1
 	if minDrop < len(units) && minDrop >= counted && headTokens+noteCost(minDrop)+suffix(minDrop) <= budget {
-		drop = minDrop // the previous cut still fits
+		cut = minDrop // the previous cut still fits
 	} else {
 		for k := max(minDrop, counted); k < len(units); k++ {
 			if headTokens+noteCost(k)+suffix(k) <= target {
-				drop = k
+				cut = k
 				break
 			}
 		}
-		if drop < 0 {
-			drop = len(units) - 1 // the newest exchange alone is over
+		if cut < 0 {
+			cut = len(units) - 1 // the newest exchange alone is over
 		}
 	}
-	drop = min(drop, len(units)-1)
+	cut = min(cut, len(units)-1)
 
-	steps, ids := droppedOf(msgs, units, drop)
-	note := Block{Type: Text, Text: opts.Note(steps, ids)}
-	out := make([]Message, 0, len(msgs)-units[drop][0]+head+1)
+	steps, calls := drop.of(cut)
+	var ids []string
+	for _, c := range calls {
+		ids = append(ids, c.ID)
+	}
+	note := Block{Type: Text, Text: opts.Note(steps, calls)}
+	out := make([]Message, 0, len(msgs)-units[cut][0]+head+1)
 	out = append(out, msgs[:head]...)
 	out = appendMerged(out, Message{Role: User, Blocks: []Block{note}})
-	rest := msgs[units[drop][0]:]
+	rest := msgs[units[cut][0]:]
 	if len(rest) > 0 && rest[0].Role == User {
 		// Merged after the note: its leading blocks cannot be results
 		// (no pair spans a cut).
@@ -214,7 +317,7 @@ func Fit(msgs []Message, opts FitOptions) ([]Message, FitReport) {
 		rest = rest[1:]
 	}
 	out = append(out, rest...)
-	rep := FitReport{Exchanges: drop, Steps: steps, CallIDs: ids, Tokens: EstimateTokens(out, count)}
+	rep := FitReport{Exchanges: cut, Steps: steps, CallIDs: ids, Calls: slices.Clone(calls), Tokens: EstimateTokens(out, count)}
 	rep.Over = rep.Tokens > budget
 	return out, rep
 }
@@ -267,23 +370,39 @@ func exchanges(msgs []Message, head int) [][2]int {
 	return append(units, [2]int{start, n})
 }
 
-// droppedOf counts the assistant messages and lists the tool_use ids of
-// units[:k].
-func droppedOf(msgs []Message, units [][2]int, k int) (steps int, ids []string) {
+// dropped holds, per exchange boundary, the assistant messages and tool
+// calls before it, so the note of any cut is had without rescanning.
+type dropped struct {
+	steps []int // steps[k]: assistant messages in units[:k]
+	ends  []int // ends[k]: len of calls held by units[:k]
+	calls []DroppedCall
+}
+
+func newDropped(msgs []Message, units [][2]int) *dropped {
+	d := &dropped{steps: make([]int, len(units)+1), ends: make([]int, len(units)+1)}
+	for u, span := range units {
+		n := d.steps[u]
+		for _, m := range msgs[span[0]:span[1]] {
+			if m.Role == Assistant {
+				n++
+			}
+			for _, b := range m.Blocks {
+				if b.Type == ToolUse {
+					d.calls = append(d.calls, DroppedCall{ID: b.ID, Tool: b.Name, Input: b.Input})
+				}
+			}
+		}
+		d.steps[u+1], d.ends[u+1] = n, len(d.calls)
+	}
+	return d
+}
+
+// of is the steps and calls of units[:k].
+func (d *dropped) of(k int) (int, []DroppedCall) {
 	if k <= 0 {
 		return 0, nil
 	}
-	for _, m := range msgs[units[0][0]:units[k-1][1]] {
-		if m.Role == Assistant {
-			steps++
-		}
-		for _, b := range m.Blocks {
-			if b.Type == ToolUse {
-				ids = append(ids, b.ID)
-			}
-		}
-	}
-	return steps, ids
+	return d.steps[k], d.calls[:d.ends[k]:d.ends[k]]
 }
 
 // appendMerged appends m, merging it into the last message when both have

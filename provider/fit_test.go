@@ -214,7 +214,7 @@ func TestFitDropsWholeExchanges(t *testing.T) {
 	if err := agent.Validate(out, agent.Anthropic); err != nil {
 		t.Fatal(err)
 	}
-	if len(out) != 4 || out[0].Blocks[0].Text != "the task" || !strings.Contains(out[0].Blocks[1].Text, "tool calls, tu_1 … tu_2") ||
+	if len(out) != 4 || out[0].Blocks[0].Text != "the task" || !strings.Contains(out[0].Blocks[1].Text, "2 tool calls:\n- read_file {} id=tu_1\n- read_file {} id=tu_2\n") ||
 		out[1].Blocks[0].ID != "tu_3" {
 		t.Fatalf("out %+v", out)
 	}
@@ -232,6 +232,54 @@ func TestFitDropsWholeExchanges(t *testing.T) {
 	_, rep4 := provider.Fit(msgs, provider.FitOptions{Budget: 10})
 	if !rep4.Over || rep4.Exchanges != 2 {
 		t.Fatalf("tiny budget: %+v", rep4)
+	}
+}
+
+// TestDroppedNoteNamesEveryCallWithinABound: a note names each dropped
+// call with its tool, its arguments cut to 80 characters and its id; with
+// thousands dropped it names the newest 25, counts the rest, says how to
+// list them, and stays short.
+func TestDroppedNoteNamesEveryCallWithinABound(t *testing.T) {
+	calls := []provider.DroppedCall{
+		{ID: "call_a", Tool: "read_file", Input: json.RawMessage(`{ "path" : "src/main.go" }`)},
+		{ID: "call_b", Tool: "execute", Input: json.RawMessage(`{"command":"` + strings.Repeat("ü", 200) + `"}`)},
+		{ID: "call_c", Tool: "ls", Input: nil},
+	}
+	note := provider.DroppedNote(2, calls, &provider.NoteOptions{ListCommand: "aibuddy calls list --task t1"})
+	for _, want := range []string{
+		"2 earlier step(s)", "They held 3 tool calls:",
+		"\n- read_file {\"path\":\"src/main.go\"} id=call_a\n",
+		"\n- execute {\"command\":\"" + strings.Repeat("ü", 80-13) + "… id=call_b\n",
+		"\n- ls {} id=call_c\n", `view_tool_call {"id": "<id>"}`,
+	} {
+		if !strings.Contains(note, want) {
+			t.Errorf("note lacks %q:\n%s", want, note)
+		}
+	}
+	if strings.Contains(note, "calls list") {
+		t.Errorf("a note naming every call points to the list command:\n%s", note)
+	}
+
+	var many []provider.DroppedCall
+	for i := range 5000 {
+		many = append(many, provider.DroppedCall{ID: fmt.Sprintf("call_%04d", i), Tool: "execute",
+			Input: json.RawMessage(fmt.Sprintf(`{"command":"make test-%d %s"}`, i, strings.Repeat("x", 500)))})
+	}
+	note = provider.DroppedNote(5000, many, &provider.NoteOptions{ListCommand: "aibuddy calls list --task t1"})
+	if n := strings.Count(note, "\n- execute "); n != provider.DefaultNoteCalls {
+		t.Errorf("a note over 5,000 dropped calls names %d, want %d", n, provider.DefaultNoteCalls)
+	}
+	for _, want := range []string{"They held 5000 tool calls; the newest 25:", "id=call_4975\n", "id=call_4999\n",
+		"and 4975 older calls before them (`aibuddy calls list --task t1` lists every call of this run with its id)"} {
+		if !strings.Contains(note, want) {
+			t.Errorf("note lacks %q:\n%s", want, note)
+		}
+	}
+	if strings.Contains(note, "id=call_4974") {
+		t.Error("the note names more than the newest 25")
+	}
+	if len(note) > 25*140+600 {
+		t.Errorf("the note is %d bytes for 5,000 calls: not bounded", len(note))
 	}
 }
 

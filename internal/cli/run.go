@@ -157,11 +157,12 @@ endpoint, "off" closes it.`,
 				// Records in the data folder (a stopped run keeps them);
 				// large results compacted in the background, recoverable
 				// with view_tool_call.
-				Store:          r.store,
-				Compactor:      r.compactor,
-				Logger:         r.logger,
-				ContextBudget:  r.cfg.Agent.ContextBudgetTokens,
-				ResultMaxChars: r.cfg.Limits.ResultMaxChars,
+				Store:            r.store,
+				Compactor:        r.compactor,
+				Logger:           r.logger,
+				ContextBudget:    r.cfg.Agent.ContextBudgetTokens,
+				ContextNoteCalls: r.cfg.Agent.ContextNoteCalls,
+				ResultMaxChars:   r.cfg.Limits.ResultMaxChars,
 			}
 			if r.mcp != nil {
 				current, cancel := liveSet(r)
