@@ -2,8 +2,6 @@ package agent
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -479,11 +477,7 @@ func prepareUses(msg *provider.Message, newID func() string) []provider.Block {
 
 // randomCallID is the default Options.NewCallID: "call_" and 24 random
 // hex digits (96 bits).
-func randomCallID() string {
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	return "call_" + hex.EncodeToString(b[:])
-}
+func randomCallID() string { return tool.NewCallID("call_") }
 
 // handler builds the run's execution chain (ARCHITECTURE.md, "One call,
 // end to end"): the result Recorder (with a Store; without one the

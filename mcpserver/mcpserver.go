@@ -8,10 +8,8 @@ import (
 	"maps"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -35,7 +33,7 @@ type Options struct {
 	// must not write to stdout.
 	Logger *slog.Logger
 	// NewCallID mints the toolCallId of each call (MCP has none of its
-	// own). Default: "mcp-<unix-nanos>-<n>".
+	// own). Default: "mcp_" and 24 random hex digits (tool.NewCallID), unique across processes sharing a data folder.
 	NewCallID func() string
 	// ProgressInterval is the least time between two progress
 	// notifications carrying output (heartbeats always go out). Default
@@ -128,10 +126,7 @@ func NewGateway(set *capability.Set, opts *Options) *Gateway {
 		o.Instructions = set.Instructions()
 	}
 	if o.NewCallID == nil {
-		var n atomic.Int64
-		o.NewCallID = func() string {
-			return "mcp-" + strconv.FormatInt(time.Now().UnixNano(), 36) + "-" + strconv.FormatInt(n.Add(1), 10)
-		}
+		o.NewCallID = func() string { return tool.NewCallID("mcp_") }
 	}
 	if o.ProgressInterval == 0 {
 		o.ProgressInterval = 250 * time.Millisecond

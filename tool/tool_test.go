@@ -195,3 +195,14 @@ func TestRootAllOfIfThenIsKept(t *testing.T) {
 		t.Error("the full schema must stay the tool's schema")
 	}
 }
+
+func TestNewCallIDIsUniqueAndPrefixed(t *testing.T) {
+	seen := map[string]bool{}
+	for range 10000 {
+		id := tool.NewCallID("mcp_")
+		if len(id) != len("mcp_")+24 || id[:4] != "mcp_" || seen[id] {
+			t.Fatalf("id %q: wrong shape or repeated", id)
+		}
+		seen[id] = true
+	}
+}

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strconv"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -49,7 +47,7 @@ failure's stage is printed with the error.`,
 				return err
 			}
 			defer r.close()
-			call := &tool.Call{ID: "cli-" + strconv.FormatInt(time.Now().UnixNano(), 36), Name: args[0], Input: input}
+			call := &tool.Call{ID: tool.NewCallID("cli_"), Name: args[0], Input: input}
 			if stream {
 				errw := cmd.ErrOrStderr()
 				call.Events = func(e tool.Event) {
