@@ -34,6 +34,14 @@
 //   - Changes: notifications/tools/list_changed re-fetches the server's
 //     tools once per burst (debounced) and notifies subscribers; a
 //     disconnect removes the server's tools with the reason (BH-043).
+//   - Hostile peers: every inbound message passes a byte-stream filter
+//     before the SDK decodes it (stdio stdout, HTTP JSON bodies and
+//     event-stream data lines). Notifications over
+//     [Options.NotificationsPerSecond] are dropped and counted
+//     ([ServerStatus].NotificationsDropped), a dropped list_changed still
+//     leading to one refresh; a message nested deeper than the SDK reads
+//     (1,000 levels) loses only the tool that is too deep (quarantined) or
+//     becomes an error for its call, instead of closing the connection.
 //   - Calls: a tool's handler sends tools/call with the original name and
 //     the already validated arguments; [Manager.Call] routes by name and
 //     answers at once, at the Execution stage, for a server that is not

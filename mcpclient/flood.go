@@ -23,9 +23,9 @@ const listChangedMethod = "notifications/tools/list_changed"
 // notes bounds the notifications one server may have handled (issue 10: a
 // server sending notifications/message, progress or list_changed in a
 // tight loop kept aibuddy at 115% CPU for as long as it lasted, nearly all
-// of it the SDK decoding each message). Over stdio the excess is dropped
-// from the byte stream before the SDK reads it; over HTTP after the SDK's
-// transport has decoded it, before it is handled. A dropped list_changed
+// of it the SDK decoding each message). The excess is dropped from the
+// byte stream before the SDK reads it: from a stdio server's stdout, from
+// an HTTP server's JSON bodies and event streams. A dropped list_changed
 // still marks the server's tools as changed, so the debounced refresh
 // happens once the flood ends.
 type notes struct {
@@ -83,8 +83,8 @@ func (n *notes) admit(method string) bool {
 
 var notificationsPrefix = []byte(`"notifications/`)
 
-// line is the stdio filter: it returns nil for a notification over the
-// bound, line otherwise. Only a line that mentions "notifications/" is
+// line is the byte-stream filter: it returns nil for a notification over
+// the bound, line (one JSON-RPC message) otherwise. Only a line that mentions "notifications/" is
 // decoded, and then only its id and method.
 func (n *notes) line(line []byte) []byte {
 	if !bytes.Contains(line, notificationsPrefix) {

@@ -3,6 +3,8 @@ package mcpclient_test
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -256,5 +258,54 @@ func TestDeepResultFailsOnlyItsCall(t *testing.T) {
 	}
 	if r := call(t, findTool(t, m, "dr", "dr__ok"), `{}`); r.IsError || r.AllText() != "called ok with {}" {
 		t.Errorf("the next call: %+v (%s)", r, status(t, m, "dr").Summary())
+	}
+}
+
+// Over streamable HTTP too, a tools/list answer holding a schema nested
+// past what the SDK reads loses only that tool. The server answers with
+// plain JSON bodies (the transport allows it).
+func TestDeepSchemaOverHTTP(t *testing.T) {
+	deep := nested(1200)
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			return
+		}
+		var req struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params struct {
+				ProtocolVersion string `json:"protocolVersion"`
+			} `json:"params"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		if req.ID == nil {
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		var result string
+		switch req.Method {
+		case "initialize":
+			result = fmt.Sprintf(`{"protocolVersion":%q,"capabilities":{"tools":{}},"serverInfo":{"name":"raw","version":"1"}}`, req.Params.ProtocolVersion)
+		case "tools/list":
+			result = `{"tools":[{"name":"deep","inputSchema":` + deep + `},{"name":"ok","inputSchema":{"type":"object"}}]}`
+		default:
+			result = `{"content":[{"type":"text","text":"called"}]}`
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":%s}`, req.ID, result)
+	}))
+	t.Cleanup(hs.Close)
+	servers, err := mcpclient.ParseServers(map[string]json.RawMessage{"raw": json.RawMessage(`{"url":"` + hs.URL + `"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := connect(t, nil, servers...)
+	st := status(t, m, "raw")
+	if st.State != mcpclient.StateConnected || st.ToolsLoaded != 1 || !strings.Contains(quarantineReasons(st)["deep"], "nested deeper than 128 levels") {
+		t.Fatalf("%s: %s; %v", st.Summary(), st.Error, quarantineReasons(st))
+	}
+	if r := call(t, findTool(t, m, "raw", "raw__ok"), `{}`); r.IsError || r.AllText() != "called" {
+		t.Errorf("ok: %+v", r)
 	}
 }

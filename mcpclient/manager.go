@@ -1,12 +1,14 @@
 package mcpclient
 
 import (
+	"bufio"
 	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"reflect"
@@ -1070,14 +1072,23 @@ func (c *conn) httpTransport(initCtx context.Context) mcp.Transport {
 		rt = http.DefaultTransport
 	}
 	hc := *base
-	hc.Transport = headerTransport{base: rt, headers: c.cfg.Headers}
+	maxDepth := c.m.opts.MaxSchemaDepth
+	if maxDepth <= 0 {
+		maxDepth = tool.DefaultMaxSchemaDepth
+	}
+	hc.Transport = headerTransport{base: rt, headers: c.cfg.Headers, filter: func(msg []byte) []byte {
+		if msg = c.notes.line(msg); msg == nil {
+			return nil
+		}
+		return defuse(msg, maxDepth, c.exclude)
+	}}
 	var inner mcp.Transport
 	if c.cfg.Type == TypeSSE {
 		inner = &mcp.SSEClientTransport{Endpoint: c.cfg.URL, HTTPClient: &hc}
 	} else {
 		inner = &mcp.StreamableClientTransport{Endpoint: c.cfg.URL, HTTPClient: &hc}
 	}
-	return lifeTransport{inner: inner, life: c.m.life, init: initCtx, notes: c.notes}
+	return lifeTransport{inner: inner, life: c.m.life, init: initCtx}
 }
 
 // lifeTransport connects inner with a context that lives until Close, but
@@ -1086,7 +1097,6 @@ type lifeTransport struct {
 	inner mcp.Transport
 	life  context.Context
 	init  context.Context
-	notes *notes // drops notifications over the bound as they are read
 }
 
 func (t lifeTransport) Connect(ctx context.Context) (mcp.Connection, error) {
@@ -1102,28 +1112,13 @@ func (t lifeTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 		cancel()
 		return nil, err
 	}
-	return &cancelConn{Connection: conn, cancel: cancel, stop: stop, notes: t.notes}, nil
+	return &cancelConn{Connection: conn, cancel: cancel, stop: stop}, nil
 }
 
 type cancelConn struct {
 	mcp.Connection
 	cancel context.CancelFunc
 	stop   func() bool
-	notes  *notes
-}
-
-// Read returns the next message, skipping notifications over the bound.
-func (c *cancelConn) Read(ctx context.Context) (jsonrpc.Message, error) {
-	for {
-		msg, err := c.Connection.Read(ctx)
-		if err != nil || c.notes == nil {
-			return msg, err
-		}
-		if req, ok := msg.(*jsonrpc.Request); ok && !req.ID.IsValid() && !c.notes.admit(req.Method) {
-			continue
-		}
-		return msg, nil
-	}
 }
 
 func (c *cancelConn) Close() error {
@@ -1133,9 +1128,15 @@ func (c *cancelConn) Close() error {
 	return err
 }
 
+// headerTransport adds a server's headers to each request and passes each
+// JSON-RPC message of a response through filter (the notification bound
+// and defuse), as the stdio reader does: in a JSON body line by line, in an
+// event stream each "data:" line (an event left without data is skipped
+// by the SDK).
 type headerTransport struct {
 	base    http.RoundTripper
 	headers map[string]string
+	filter  func(msg []byte) []byte
 }
 
 func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -1145,7 +1146,40 @@ func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 			r.Header.Set(k, v)
 		}
 	}
-	return h.base.RoundTrip(r)
+	resp, err := h.base.RoundTrip(r)
+	if err != nil || h.filter == nil || resp.Body == nil {
+		return resp, err
+	}
+	ct := resp.Header.Get("Content-Type")
+	switch {
+	case strings.HasPrefix(ct, "application/json"):
+		resp.Body = filteredBody{Reader: &lineReader{in: bufio.NewReader(resp.Body), f: h.filter}, Closer: resp.Body}
+	case strings.HasPrefix(ct, "text/event-stream"):
+		resp.Body = filteredBody{Reader: &lineReader{in: bufio.NewReader(resp.Body), f: h.sseLine}, Closer: resp.Body}
+	}
+	return resp, nil
+}
+
+// sseLine filters the message of one "data:" line of an event stream.
+func (h headerTransport) sseLine(line []byte) []byte {
+	payload, ok := bytes.CutPrefix(line, []byte("data:"))
+	if !ok {
+		return line
+	}
+	msg := bytes.TrimLeft(payload, " ")
+	out := h.filter(msg)
+	switch {
+	case out == nil:
+		return nil
+	case len(out) == len(msg) && (len(out) == 0 || &out[0] == &msg[0]):
+		return line
+	}
+	return append([]byte("data: "), out...)
+}
+
+type filteredBody struct {
+	io.Reader
+	io.Closer
 }
 
 // captureHandler forwards the SDK's log records to our logger and notes the

@@ -64,6 +64,9 @@ func intake(server string, list []*mcp.Tool, o intakeOptions) ([]candidate, []Re
 		}
 		seen[t.Name] = true
 		schema, fixes, err := prepareSchema(t.InputSchema, o)
+		// The decoded schema is not needed past this point: let it go
+		// now rather than with the whole list (peak memory at start-up).
+		t.InputSchema = nil
 		if err != nil {
 			quar = append(quar, Quarantine{Tool: t.Name, Reason: reason(err.Error()), Err: err})
 			continue

@@ -176,24 +176,44 @@ func mergeEnv(host []string, extra map[string]string) []string {
 // transport is the mcp.Transport over the process's pipes.
 func (p *proc) transport() mcp.Transport {
 	return &mcp.IOTransport{
-		Reader:        &procReader{p: p, in: bufio.NewReaderSize(p.stdout, 64<<10)},
+		Reader:        newProcReader(p),
 		Writer:        procWriter{p},
 		MaxLineLength: mcp.DefaultMaxLineLength,
 	}
 }
 
 // procReader hands the server's stdout to the SDK one line (one JSON-RPC
-// message) at a time, each through defuse first, and keeps the tail of
-// what it read for "garbage on stdout" reasons.
+// message) at a time, each through the proc's filter first, and keeps the
+// tail of what it read for "garbage on stdout" reasons.
 type procReader struct {
-	p       *proc
+	p *proc
+	lineReader
+}
+
+func newProcReader(p *proc) *procReader {
+	r := &procReader{p: p}
+	r.lineReader = lineReader{in: bufio.NewReaderSize(p.stdout, 64<<10), f: func(line []byte) []byte {
+		_, _ = p.outTail.Write(line)
+		return p.rewrite(line)
+	}}
+	return r
+}
+
+// Close is a no-op: the connection is closed by closing stdin (procWriter),
+// and stdout is closed by shutdown once the process is gone.
+func (*procReader) Close() error { return nil }
+
+// lineReader reads in line by line and returns each line as f rewrites it
+// (nil: the line is dropped).
+type lineReader struct {
 	in      *bufio.Reader
-	pending []byte // rest of the current line, not yet read by the SDK
+	f       func(line []byte) []byte
+	pending []byte // rest of the current line, not yet read
 	line    []byte // reused buffer for a line longer than in's buffer
 	err     error  // from in, returned once pending is drained
 }
 
-func (r *procReader) Read(b []byte) (int, error) {
+func (r *lineReader) Read(b []byte) (int, error) {
 	for len(r.pending) == 0 {
 		if r.err != nil {
 			return 0, r.err
@@ -209,18 +229,13 @@ func (r *procReader) Read(b []byte) (int, error) {
 		}
 		r.err = err
 		if len(chunk) > 0 {
-			_, _ = r.p.outTail.Write(chunk)
-			r.pending = r.p.rewrite(chunk)
+			r.pending = r.f(chunk)
 		}
 	}
 	n := copy(b, r.pending)
 	r.pending = r.pending[n:]
 	return n, nil
 }
-
-// Close is a no-op: the connection is closed by closing stdin (procWriter),
-// and stdout is closed by shutdown once the process is gone.
-func (*procReader) Close() error { return nil }
 
 // rewrite applies the proc's line filter (set by the connection), if any.
 func (p *proc) rewrite(line []byte) []byte {
