@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/aibuddy/aibuddy/sandbox"
 )
 
 // Config is the whole settings file. The zero value plus Default's limits is
@@ -483,35 +485,13 @@ func (c *Config) validate() error {
 		return fmt.Errorf("provider.nativeToolSearch: %q (want auto, on or off)", c.Provider.NativeToolSearch)
 	}
 	for i, e := range l.ExecEnv {
-		if err := validEnvEntry(e); err != nil {
+		if err := sandbox.ValidEnvOverride(e); err != nil {
 			return fmt.Errorf("limits.execEnv[%d]: %v", i, err)
 		}
 	}
 	for i, k := range c.ToolKeys {
 		if strings.TrimSpace(k) == "" {
 			return fmt.Errorf("toolKeys[%d] is empty", i)
-		}
-	}
-	return nil
-}
-
-// validEnvEntry checks one limits.execEnv entry: NAME, NAME=VALUE or -NAME,
-// NAME of letters, digits and '_', not starting with a digit (the rule
-// localsandbox.ValidEnvOverride applies; config does not import it).
-func validEnvEntry(o string) error {
-	k, _, set := strings.Cut(o, "=")
-	if strings.HasPrefix(k, "-") {
-		if set {
-			return fmt.Errorf("%q: -NAME removes a variable and takes no value", o)
-		}
-		k = k[1:]
-	}
-	if k == "" {
-		return fmt.Errorf("%q: no variable name (want NAME, NAME=VALUE or -NAME)", o)
-	}
-	for i, r := range k {
-		if !(r == '_' || r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || i > 0 && r >= '0' && r <= '9') {
-			return fmt.Errorf("%q: %q is not a variable name (letters, digits and _, not starting with a digit)", o, k)
 		}
 	}
 	return nil

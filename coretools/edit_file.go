@@ -69,7 +69,7 @@ func (f *fsTools) editFileTool() *tool.Tool {
 		Description: f.description("edit_file"),
 		InputSchema: []byte(fmt.Sprintf(editSchema, maxBatchEdits)),
 		Annotations: fsDestructive("Edit file"),
-		Handler:     f.editFile,
+		Handler:     fsShownPaths(f.editFile),
 	})
 }
 

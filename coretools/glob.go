@@ -219,9 +219,13 @@ func (s *searchSummary) notes() []string {
 			map[bool]string{true: "it", false: "them"}[len(hidden) == 1]))
 	}
 	if s.found == 0 && s.res.SkippedHiddenFiles > 0 {
-		notes = append(notes, fmt.Sprintf("%s skipped; set include_hidden to search %s (or name them: a pattern segment that starts with \".\" matches hidden names)",
+		segment := "a pattern segment" // glob
+		if s.what == "matches" {
+			segment = "an include glob segment" // grep: its pattern is a regexp
+		}
+		notes = append(notes, fmt.Sprintf("%s skipped; set include_hidden to search %s (or name them: %s that starts with \".\" matches hidden names)",
 			fsPlural(s.res.SkippedHiddenFiles, "hidden file was", "hidden files were"),
-			map[bool]string{true: "it", false: "them"}[s.res.SkippedHiddenFiles == 1]))
+			map[bool]string{true: "it", false: "them"}[s.res.SkippedHiddenFiles == 1], segment))
 	}
 	if s.found == 0 && s.res.SkippedBinary > 0 {
 		notes = append(notes, fmt.Sprintf("%s not searched (a NUL byte in %s first 8 KiB); grep reads text only: search %s with execute (grep -a)",

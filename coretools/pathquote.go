@@ -1,11 +1,16 @@
 package coretools
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/aibuddy/aibuddy/tool"
 )
 
 // File names are printed so that one entry is one line and nothing in a
@@ -163,4 +168,39 @@ func hex4(s string, i int) (r rune, n int, ok bool) {
 		return 0, 0, false
 	}
 	return rune(v), 4, true
+}
+
+// fsShownPaths wraps the handler of a tool whose input names one file in
+// "path" (read_file, write_file, edit_file): when that name holds
+// anything fsShowPath escapes, every place the raw name stands in the
+// result's text or the error's message is replaced by its quoted form, so
+// that messages built from it ("X is empty", "wrote N bytes to X", the
+// sandbox's own errors) never carry a raw newline, ESC or bidi control to
+// the model or a terminal. Evidence keeps the raw name (it is JSON).
+func fsShownPaths(h tool.Handler) tool.Handler {
+	return func(ctx context.Context, call *tool.Call) (*tool.Result, error) {
+		var in struct {
+			Path string `json:"path"`
+		}
+		_ = json.Unmarshal(call.Input, &in)
+		raw := fsPathArg(in.Path)
+		res, err := h(ctx, call)
+		if raw == "" || !needsQuote(raw) {
+			return res, err
+		}
+		shown := fsShowPath(raw)
+		if res != nil {
+			for i := range res.Content {
+				if res.Content[i].Type == tool.TextContent {
+					res.Content[i].Text = strings.ReplaceAll(res.Content[i].Text, raw, shown)
+				}
+			}
+		}
+		var te *tool.Error
+		if errors.As(err, &te) {
+			te.Msg = strings.ReplaceAll(te.Msg, raw, shown)
+			te.Hint = strings.ReplaceAll(te.Hint, raw, shown)
+		}
+		return res, err
+	}
 }

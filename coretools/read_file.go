@@ -46,7 +46,7 @@ func (f *fsTools) readFileTool() *tool.Tool {
 		Description: f.description("read_file"),
 		InputSchema: []byte(fmt.Sprintf(readSchema, f.opts.ReadMaxLines, f.opts.ReadMaxLines)),
 		Annotations: fsReadOnly("Read file"),
-		Handler:     f.readFile,
+		Handler:     fsShownPaths(f.readFile),
 	})
 }
 
@@ -427,6 +427,29 @@ func fsShellQuote(p string) string {
 		return !(r == '/' || r == '.' || r == '_' || r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z')
 	}) < 0 {
 		return p
+	}
+	if needsQuote(p) {
+		// A name with control, invisible or non-UTF-8 bytes: built by
+		// printf from octal escapes, so the command line shows none of them
+		// raw and means the same file in any POSIX sh.
+		var b strings.Builder
+		b.WriteString(`"$(printf '`)
+		for i := 0; i < len(p); i++ {
+			switch c := p[i]; {
+			case c == '%':
+				b.WriteString("%%")
+			case c == '\\':
+				b.WriteString(`\\`)
+			case c == '\'':
+				b.WriteString(`\047`)
+			case c < 0x20 || c >= 0x7f || c == '"':
+				fmt.Fprintf(&b, `\%03o`, c)
+			default:
+				b.WriteByte(c)
+			}
+		}
+		b.WriteString(`')"`)
+		return b.String()
 	}
 	return "'" + strings.ReplaceAll(p, "'", `'\''`) + "'"
 }

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -215,5 +216,46 @@ func TestSearchEscapesNames(t *testing.T) {
 		if got := fsMustOK(t, r); !strings.Contains(got, "NEEDLE_7Q") {
 			t.Errorf("%q given back quoted as %s: %s", n, p, got)
 		}
+	}
+}
+
+// TestFileToolMessagesEscapeNames: read_file, write_file and edit_file
+// messages that name the file ("X is empty", "wrote N bytes to X",
+// "old_string not found in X", a missing file, a binary file's shell
+// hint) show a name holding a newline, ESC or a bidi control quoted as
+// ls prints it, never raw; the binary file's shell hint names the file
+// when run by /bin/sh.
+func TestFileToolMessagesEscapeNames(t *testing.T) {
+	w := newFSWorld(t, nil)
+	raw := "e\nx\x1b[2J\u202e'%\\.txt"
+	shown := fsShowPath(raw)
+	noRaw := func(what, out string) {
+		t.Helper()
+		if strings.Contains(out, raw) || strings.ContainsAny(out, "\x1b\u202e") {
+			t.Errorf("%s: the raw name reaches the output:\n%q", what, out)
+		}
+	}
+	got := fsMustOK(t, w.call(t, "write_file", map[string]any{"path": raw, "content": ""}))
+	noRaw("write_file", got)
+	if !strings.Contains(got, shown) {
+		t.Errorf("write_file does not name %s:\n%s", shown, got)
+	}
+	got = fsMustOK(t, w.call(t, "read_file", map[string]any{"path": raw}))
+	noRaw("read_file of an empty file", got)
+	if !strings.Contains(got, shown+" is empty") {
+		t.Errorf("read_file of an empty file: %q", got)
+	}
+	fsMustOK(t, w.call(t, "write_file", map[string]any{"path": raw, "content": "alpha\n"}))
+	noRaw("edit_file no match", fsMustFail(t, w.call(t, "edit_file", map[string]any{"path": raw, "old_string": "beta", "new_string": "x"}), tool.Parameters))
+	noRaw("edit_file", fsMustOK(t, w.call(t, "edit_file", map[string]any{"path": raw, "old_string": "alpha", "new_string": "gamma"})))
+	noRaw("read_file of a missing file", fsMustFail(t, w.call(t, "read_file", map[string]any{"path": raw + ".gone"}), tool.Parameters))
+
+	w.file(t, raw+".bin", "\x00\x01\x02binary")
+	got = fsMustOK(t, w.call(t, "read_file", map[string]any{"path": raw + ".bin"}))
+	noRaw("read_file of a binary file", got)
+	q := fsShellQuote(raw + ".bin")
+	out, err := exec.Command("/bin/sh", "-c", "cd "+fsShellQuote(w.ws)+" && wc -c < "+q).CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "9" {
+		t.Errorf("the shell quoting %s does not name the file: %q %v", q, out, err)
 	}
 }

@@ -30,7 +30,7 @@ func (f *fsTools) writeFileTool() *tool.Tool {
 		Description: f.description("write_file"),
 		InputSchema: []byte(writeSchema),
 		Annotations: fsDestructive("Write file"),
-		Handler:     f.writeFile,
+		Handler:     fsShownPaths(f.writeFile),
 	})
 }
 

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -75,6 +76,14 @@ func ReadHostFile(path string) (*HostFile, error) {
 	}
 	var doc struct {
 		MCPServers map[string]json.RawMessage `json:"mcpServers"`
+		// Gemini CLI's server lists: mcp.allowed / mcp.excluded, and the
+		// older top-level allowMCPServers / excludeMCPServers.
+		MCP struct {
+			Allowed  []string `json:"allowed"`
+			Excluded []string `json:"excluded"`
+		} `json:"mcp"`
+		AllowMCPServers   []string `json:"allowMCPServers"`
+		ExcludeMCPServers []string `json:"excludeMCPServers"`
 	}
 	if err := json.Unmarshal(b, &doc); err != nil {
 		return nil, fmt.Errorf("%s: not a JSON object: %v", path, err)
@@ -83,7 +92,9 @@ func ReadHostFile(path string) (*HostFile, error) {
 		return nil, fmt.Errorf(`%s: no "mcpServers" object (the file should look like {"mcpServers": {"name": {"command": ...}}})`, path)
 	}
 	hf := &HostFile{Path: path, Dialect: DialectMCPServers, Servers: doc.MCPServers}
-	if isGemini(path, doc.MCPServers) {
+	allowed := append(doc.MCP.Allowed, doc.AllowMCPServers...)
+	excluded := append(doc.MCP.Excluded, doc.ExcludeMCPServers...)
+	if isGemini(path, doc.MCPServers) || allowed != nil || excluded != nil {
 		hf.Dialect = DialectGemini
 		hf.Servers = map[string]json.RawMessage{}
 		for _, name := range sortedKeys(doc.MCPServers) {
@@ -91,6 +102,18 @@ func ReadHostFile(path string) (*HostFile, error) {
 			hf.Notes = append(hf.Notes, notes...)
 			if entry != nil {
 				hf.Servers[name] = entry
+			}
+		}
+		// A server the file turns off is not started (Gemini CLI: the
+		// excluded list wins over the allowed one).
+		for _, name := range sortedKeys(hf.Servers) {
+			switch {
+			case slices.Contains(excluded, name):
+				delete(hf.Servers, name)
+				hf.Notes = append(hf.Notes, fmt.Sprintf("server %q (Gemini CLI settings): left out: the file excludes it (mcp.excluded / excludeMCPServers)", name))
+			case allowed != nil && !slices.Contains(allowed, name):
+				delete(hf.Servers, name)
+				hf.Notes = append(hf.Notes, fmt.Sprintf("server %q (Gemini CLI settings): left out: not in the file's allowed list (mcp.allowed / allowMCPServers)", name))
 			}
 		}
 	}

@@ -3,6 +3,7 @@ package mcpclient_test
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -32,7 +33,7 @@ func TestReadHostFileGemini(t *testing.T) {
   "general": { "vimMode": true, "preferredEditor": "code" },
   "ui": { "theme": "GitHub" },
   "security": { "auth": { "selectedType": "gemini-api-key" } },
-  "mcp": { "allowed": ["memory", "github"] },
+  "mcp": { "allowed": ["memory", "github", "gcp", "legacy", "remote", "sock"] },
   "mcpServers": {
     "memory": {
       "command": "npx",
@@ -172,6 +173,47 @@ func TestReadHostFilePlainAndErrors(t *testing.T) {
 		_, err := mcpclient.ReadHostFile(writeFile(t, filepath.Join(dir, file), body))
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want %q", file, err, want)
+		}
+	}
+}
+
+// Gemini CLI's server lists turn servers off: mcp.excluded (and the older
+// excludeMCPServers) leaves a server out, mcp.allowed (allowMCPServers)
+// keeps only the named ones; each server left out is a note.
+func TestReadHostFileGeminiServerLists(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name, lists string
+		want        []string
+	}{
+		{"excluded", `"mcp": {"excluded": ["mem"]}`, []string{"other", "third"}},
+		{"legacy excluded", `"excludeMCPServers": ["mem", "third"]`, []string{"other"}},
+		{"allowed", `"mcp": {"allowed": ["mem", "other"], "excluded": ["other"]}`, []string{"mem"}},
+		{"legacy allowed", `"allowMCPServers": ["third"]`, []string{"third"}},
+	} {
+		p := writeFile(t, filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "_")+".json"), `{
+  "theme": "GitHub",
+  `+tc.lists+`,
+  "mcpServers": {
+    "mem": {"command": "node", "args": ["mem.js"]},
+    "other": {"command": "node", "args": ["other.js"]},
+    "third": {"command": "node", "args": ["third.js"]}
+  }
+}`)
+		hf, err := mcpclient.ReadHostFile(p)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		var got []string
+		for n := range hf.Servers {
+			got = append(got, n)
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s: servers %v, want %v", tc.name, got, tc.want)
+		}
+		if left := 3 - len(tc.want); strings.Count(strings.Join(hf.Notes, "\n"), "left out:") != left {
+			t.Errorf("%s: want %d left-out notes, got %q", tc.name, left, hf.Notes)
 		}
 	}
 }
