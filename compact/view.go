@@ -360,6 +360,13 @@ func (v *viewer) source(rec *store.Record, part string) (viewSource, string, err
 		}
 	}
 	if len(bytes.TrimSpace(raw)) == 0 {
+		if part != "result" && (rec.Outcome == store.OutcomeRunning || rec.Outcome == store.OutcomeInterrupted) {
+			// An execute that never finished still has the output its
+			// command printed so far in its full output file.
+			if src, ok := v.partialOutput(rec); ok {
+				return src, "partial full output file of execute (raw bytes as produced before the call ended unfinished: outcome " + string(rec.Outcome) + "); its effect may be partial", nil
+			}
+		}
 		switch rec.Outcome {
 		case store.OutcomeRunning:
 			return textSource(""), "no output recorded (outcome running: the call is still running, or the process ended before it finished)", nil
@@ -383,6 +390,29 @@ func (v *viewer) source(rec *store.Record, part string) (viewSource, string, err
 		}
 	}
 	return textSource(w.Text()), "output text", nil
+}
+
+// partialOutput opens the full output file of an execute call that has
+// no final record (running, or interrupted by its process's end): execute
+// names it <FullOutputDir>/<task>/<toolCallId>.log (ids as safe file
+// names) before the command starts.
+func (v *viewer) partialOutput(rec *store.Record) (viewSource, bool) {
+	if v.o.FullOutputDir == "" || rec.Tool != "execute" {
+		return viewSource{}, false
+	}
+	p := filepath.Join(v.o.FullOutputDir, tool.SafeFileName(rec.TaskID), tool.SafeFileName(rec.ToolCallID)+".log")
+	if !inside(v.o.FullOutputDir, p) {
+		return viewSource{}, false
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return viewSource{}, false
+	}
+	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+		return viewSource{r: f, n: fi.Size(), f: f}, true
+	}
+	f.Close()
+	return viewSource{}, false
 }
 
 // fullOutputPath is the full output file an execute result names in its

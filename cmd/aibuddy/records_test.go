@@ -194,4 +194,10 @@ func TestMCPKilledMidCallShowsInterrupted(t *testing.T) {
 	if !strings.Contains(show, "interrupted (found ") || !strings.Contains(show, "effect may be partial") {
 		t.Errorf("calls show:\n%s", show)
 	}
+	// What the command printed before the end is in its full output file,
+	// and view_tool_call reads it from there.
+	view := run("call", "--workspace", ws, "view_tool_call", `{"id":"`+c.ToolCallID+`"}`)
+	if !strings.Contains(view, fmt.Sprintf("started %d", pid)) || !strings.Contains(view, "partial full output file") {
+		t.Errorf("view_tool_call of the interrupted execute does not return its partial output:\n%s", view)
+	}
 }
