@@ -201,3 +201,37 @@ func TestMCPKilledMidCallShowsInterrupted(t *testing.T) {
 		t.Errorf("view_tool_call of the interrupted execute does not return its partial output:\n%s", view)
 	}
 }
+
+// TestCallDoesNotPrecompact: aibuddy call is one call in a task of its
+// own, read by a person; its large result is recorded whole and not
+// precompacted (no later model step reads it), and view_tool_call still
+// returns any slice of it.
+func TestCallDoesNotPrecompact(t *testing.T) {
+	ctx := context.Background()
+	ws, data := t.TempDir(), t.TempDir()
+	out, err := exec.Command(bin, "call", "--workspace", ws, "--data-dir", data, "execute", `{"command":"seq 1 40000"}`).CombinedOutput()
+	if err != nil {
+		t.Fatalf("aibuddy call: %v\n%s", err, out)
+	}
+	st, err := sqlitestore.Open(filepath.Join(data, "records.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	tasks, err := st.Tasks(ctx, 10)
+	if err != nil || len(tasks) != 1 {
+		t.Fatalf("tasks %v, %v", tasks, err)
+	}
+	recs, err := st.ListTask(ctx, tasks[0])
+	if err != nil || len(recs) != 1 {
+		t.Fatalf("records %v, %v", recs, err)
+	}
+	if recs[0].Compaction != store.CompactionNone || recs[0].Pointer != "" {
+		t.Errorf("the one-shot call's record was compacted: %q %q", recs[0].Compaction, recs[0].Pointer)
+	}
+	view, err := exec.Command(bin, "call", "--workspace", ws, "--data-dir", data, "view_tool_call",
+		`{"id":"`+recs[0].ToolCallID+`","lines":"20000-20002"}`).CombinedOutput()
+	if err != nil || !strings.Contains(string(view), "20001") {
+		t.Errorf("view_tool_call of the call: %v\n%s", err, view)
+	}
+}

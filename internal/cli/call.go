@@ -42,6 +42,7 @@ failure's stage is printed with the error.`,
 				}
 			}
 			c.builtinCall = args[0]
+			c.oneShot = true
 			r, err := c.resolve(cmd.Context(), o)
 			if err != nil {
 				return err

@@ -142,6 +142,12 @@ type common struct {
 	// long-lived session). A one-shot command (call, tools) does not walk
 	// the workspace for them.
 	sweepTemps bool
+	// oneShot is aibuddy call: one call in a task of its own, read by a
+	// person. No later model step reads its record, so its result is not
+	// precompacted (building the o200k vocabulary and trimming cost more
+	// than the call itself for a search); the record keeps the whole result
+	// and view_tool_call reads it as always.
+	oneShot bool
 	// compileSchemas compiles every MCP tool's schema at intake (aibuddy
 	// tools shows each one the compiler rejects as quarantined); otherwise
 	// a tool compiles at its first activation or call.
@@ -305,8 +311,11 @@ func (c *common) resolve(ctx context.Context, o *Options) (*run, error) {
 		r.close()
 		return nil, &exitError{code: ExitFailure, err: err}
 	}
-	r.recorder = result.New(st, &result.Options{Compactor: r.compactor, Logger: r.logger, Background: ctx,
-		MaxModelChars: r.cfg.Limits.ResultMaxChars})
+	ropts := &result.Options{Logger: r.logger, Background: ctx, MaxModelChars: r.cfg.Limits.ResultMaxChars}
+	if !c.oneShot {
+		ropts.Compactor = r.compactor
+	}
+	r.recorder = result.New(st, ropts)
 	d := r.cfg.Discovery
 	r.discovery = &discovery.Options{Gates: discovery.Gates{PerServer: d.PerServer, Total: d.Total},
 		DefaultResults: d.SearchResults, MaxResults: d.SearchMax}
