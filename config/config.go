@@ -118,6 +118,11 @@ type Compaction struct {
 	// Workers bounds compactions that run at once in the background;
 	// default 2.
 	Workers int `json:"workers,omitempty"`
+	// OneShotCalls has `aibuddy call` precompact its result as `mcp` and
+	// `run` do. Default false: a one-shot call's record is read by a
+	// person, not by a later model step, so the CLI skips the work (the
+	// o200k vocabulary and the trim cost more than a search itself).
+	OneShotCalls bool `json:"oneShotCalls,omitempty"`
 	// ViewMaxChars bounds one view_tool_call slice, in characters;
 	// default 8,000.
 	ViewMaxChars int `json:"viewMaxChars,omitempty"`

@@ -144,7 +144,7 @@ type common struct {
 	sweepTemps bool
 	// oneShot is aibuddy call: one call in a task of its own, read by a
 	// person. No later model step reads its record, so its result is not
-	// precompacted (building the o200k vocabulary and trimming cost more
+	// precompacted unless compaction.oneShotCalls is set (building the o200k vocabulary and trimming cost more
 	// than the call itself for a search); the record keeps the whole result
 	// and view_tool_call reads it as always.
 	oneShot bool
@@ -312,7 +312,7 @@ func (c *common) resolve(ctx context.Context, o *Options) (*run, error) {
 		return nil, &exitError{code: ExitFailure, err: err}
 	}
 	ropts := &result.Options{Logger: r.logger, Background: ctx, MaxModelChars: r.cfg.Limits.ResultMaxChars}
-	if !c.oneShot {
+	if !c.oneShot || cc.OneShotCalls {
 		ropts.Compactor = r.compactor
 	}
 	r.recorder = result.New(st, ropts)

@@ -164,7 +164,13 @@ func TestSkillsFromSettings(t *testing.T) {
 // compacted with a pointer and recovered exactly by view_tool_call.
 func TestCallsRecordsCompactionAndRecovery(t *testing.T) {
 	ws, data := t.TempDir(), t.TempDir()
-	common := []string{"--workspace", ws, "--data-dir", data}
+	// aibuddy call precompacts only with compaction.oneShotCalls (mcp and
+	// run always do; TestCallDoesNotPrecompact covers the default).
+	settings := filepath.Join(t.TempDir(), "settings.json")
+	if err := os.WriteFile(settings, []byte(`{"compaction":{"oneShotCalls":true}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	common := []string{"--workspace", ws, "--data-dir", data, "--config", settings}
 	// A JSON document far over the 2,500-token threshold, under the
 	// 30,000-character execute cap.
 	var items []string
