@@ -21,8 +21,8 @@ import (
 // Raw chunks of stdout and stderr go through three stages, under one lock,
 // in arrival order:
 //
-//  1. the client: each chunk is emitted as a transient tool.Event (a copy);
-//  2. the record: each chunk is appended to the full output file, if any;
+//  1. the record: each chunk is appended to the full output file, if any;
+//  2. the client: each chunk is emitted as a transient tool.Event (a copy);
 //  3. the model: each stream is normalized (ANSI escape sequences stripped,
 //     carriage-return frames collapsed, invalid UTF-8 and control bytes
 //     replaced or dropped, binary data counted instead of shown) into
@@ -182,6 +182,10 @@ func (c *outputCap) write(stream int, p []byte) {
 		return
 	}
 	c.rawBytes[stream] += int64(len(p))
+	// The full output file first: what a client was shown is already in
+	// the file when it sees it (a process killed right after still leaves
+	// it there for view_tool_call).
+	c.record(p)
 	if c.emit != nil {
 		kind := tool.EventStdout
 		if stream == outStderr {
@@ -189,7 +193,6 @@ func (c *outputCap) write(stream int, p []byte) {
 		}
 		c.emit(tool.Event{Kind: kind, Data: append([]byte(nil), p...), Time: time.Now()})
 	}
-	c.record(p)
 	c.feed(stream, p)
 }
 
