@@ -30,6 +30,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/aibuddy/aibuddy/bench/internal/benchbin"
 	"io"
 	"os"
 	"os/exec"
@@ -149,12 +150,8 @@ func main() {
 	tmp, err := os.MkdirTemp("", "bench-execute-")
 	check(err)
 	defer os.RemoveAll(tmp)
-	if *bin == "" {
-		*bin = filepath.Join(tmp, "aibuddy")
-		build := exec.Command("go", "build", "-o", *bin, "./cmd/aibuddy")
-		build.Stdout, build.Stderr = os.Stderr, os.Stderr
-		check(build.Run())
-	}
+	*bin, err = benchbin.Aibuddy(tmp, *bin)
+	check(err)
 	ws := filepath.Join(tmp, "ws")
 	check(os.Mkdir(ws, 0o700))
 

@@ -27,6 +27,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/aibuddy/aibuddy/bench/internal/benchbin"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -301,13 +302,8 @@ func bench(n, runs int, bin string) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	if bin == "" {
-		bin = filepath.Join(dir, "aibuddy")
-		build := exec.Command("go", "build", "-o", bin, "./cmd/aibuddy")
-		build.Stdout, build.Stderr = os.Stderr, os.Stderr
-		if err := build.Run(); err != nil {
-			return fmt.Errorf("go build ./cmd/aibuddy (run from the repository root, or give -aibuddy): %v", err)
-		}
+	if bin, err = benchbin.Aibuddy(dir, bin); err != nil {
+		return err
 	}
 	var direct, ours []sample
 	var lastLog string

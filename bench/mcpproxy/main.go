@@ -32,6 +32,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/aibuddy/aibuddy/bench/internal/benchbin"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -101,14 +102,7 @@ func run(n, warm int, mode, upstream, bin string) error {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	if bin == "" {
-		bin = filepath.Join(tmp, "aibuddy")
-		b := exec.Command("go", "build", "-o", bin, "./cmd/aibuddy")
-		b.Stdout, b.Stderr = os.Stderr, os.Stderr
-		if err := b.Run(); err != nil {
-			return fmt.Errorf("go build ./cmd/aibuddy (run from the repository root): %w", err)
-		}
-	} else if bin, err = filepath.Abs(bin); err != nil {
+	if bin, err = benchbin.Aibuddy(tmp, bin); err != nil {
 		return err
 	}
 	self, err := os.Executable()

@@ -30,6 +30,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/aibuddy/aibuddy/bench/internal/benchbin"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -448,13 +449,8 @@ func bench(n, runs int, bin string) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	if bin == "" {
-		bin = filepath.Join(dir, "aibuddy")
-		build := exec.Command("go", "build", "-o", bin, "./cmd/aibuddy")
-		build.Stdout, build.Stderr = os.Stderr, os.Stderr
-		if err := build.Run(); err != nil {
-			return fmt.Errorf("go build ./cmd/aibuddy (run from the repository root, or give -aibuddy): %v", err)
-		}
+	if bin, err = benchbin.Aibuddy(dir, bin); err != nil {
+		return err
 	}
 	tools := fixtureTools(n)
 	b, err := json.Marshal(tools)
