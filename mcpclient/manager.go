@@ -291,9 +291,15 @@ func Start(ctx context.Context, servers []ServerConfig, opts *Options) *Manager 
 			progress: map[string]*tool.Call{}, state: StateConnecting,
 			live: map[string]bool{}, gone: map[string]string{}, defined: map[string]definedTool{}}
 		c.notes = newNotes(sc.Name, o.NotificationsPerSecond, o.NotificationLogInterval, o.Logger, c.signal)
-		m.conns = append(m.conns, c)
 		if sc.Disabled {
 			c.state = StateDisabled
+		}
+		m.conns = append(m.conns, c)
+	}
+	// Every conn is in m.conns before the first connects: a connect walks
+	// m.conns (rebuildLocked), so appending after starting one was a race.
+	for _, c := range m.conns {
+		if c.state == StateDisabled {
 			continue
 		}
 		pending.Add(1)

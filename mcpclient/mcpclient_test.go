@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -698,4 +699,23 @@ func nodeBin(t *testing.T) string {
 		}
 	}
 	return bin
+}
+
+// A server that connects while Start is still adding later (disabled)
+// servers: every server is in the manager before the first connects, so
+// the connect's walk over all servers never races the additions (the race
+// detector caught it in `aibuddy tools` with a Codex file whose disabled
+// server sorted after an enabled one).
+func TestStartAddsEveryServerBeforeConnecting(t *testing.T) {
+	servers := []mcpclient.ServerConfig{scriptedServer("a", "scripted", `[{"name":"t","inputSchema":{"type":"object"}}]`)}
+	for i := range 5000 {
+		servers = append(servers, mcpclient.ServerConfig{Name: fmt.Sprintf("off%04d", i), Type: mcpclient.TypeStdio, Command: "/nonexistent", Disabled: true})
+	}
+	m := connect(t, nil, servers...)
+	if st := status(t, m, "a"); st.State != mcpclient.StateConnected {
+		t.Fatalf("a: %+v", st)
+	}
+	if st := status(t, m, "off4999"); st.State != mcpclient.StateDisabled {
+		t.Fatalf("off4999: %+v", st)
+	}
 }
