@@ -16,18 +16,20 @@ import (
 	"github.com/aibuddy/aibuddy/approval"
 	"github.com/aibuddy/aibuddy/capability"
 	"github.com/aibuddy/aibuddy/discovery"
+	"github.com/aibuddy/aibuddy/pipeline"
 	"github.com/aibuddy/aibuddy/provider"
 	"github.com/aibuddy/aibuddy/result"
 	"github.com/aibuddy/aibuddy/store"
 	"github.com/aibuddy/aibuddy/tool"
 )
 
-// Handler runs one call on the execution plane and never returns nil.
-type Handler = func(ctx context.Context, call *tool.Call) *tool.Result
+// Handler runs one call on the execution plane and never returns nil
+// (pipeline.Handler).
+type Handler = pipeline.Handler
 
-// Middleware wraps a Handler (call logging, redaction, result recording:
-// a result/ Recorder plugs in here).
-type Middleware func(next Handler) Handler
+// Middleware wraps a Handler (call logging, redaction): an embedder's own
+// stage of the pipeline (pipeline.Middleware).
+type Middleware = pipeline.Middleware
 
 // Defaults of [Options].
 const (
@@ -85,23 +87,34 @@ type Options struct {
 	// tools added, removed tools gone, tool_search activations kept). nil
 	// keeps Set for the whole run.
 	CurrentSet func() *capability.Set
+	// Pipeline is the chain every tool call of a run goes through
+	// (pipeline.New: record, Discovery, middleware, Parameters,
+	// Authorization, Execution, Verification, projection, compaction),
+	// the one aibuddy mcp and aibuddy call use too. Default: built by
+	// pipeline.New from Store, Compactor, Policy, Confirmer, Middleware,
+	// Verify, ResultMaxChars, Now and Logger below; when set, those
+	// fields are not used for calls (Store, when nil, is then the
+	// pipeline's, for compacted forms).
+	Pipeline *pipeline.Pipeline
 	// Policy says which calls need a person's confirmation; nil means
 	// approval.DefaultPolicy(). Use &approval.Policy{} to confirm nothing.
 	Policy *approval.Policy
 	// Confirmer asks a person. nil refuses every call the policy marks
 	// (Authorization stage): a run never proceeds unasked.
 	Confirmer approval.Confirmer
-	// Middleware wrap each call outside the confirm gate, first entry
-	// outermost.
+	// Middleware are the embedder's own stages (pipeline.Options.Middleware:
+	// after Discovery, before Parameters and the confirm gate), first
+	// entry outermost.
 	Middleware []Middleware
-	// Verify checks a result's evidence against its call; default
-	// [VerifyEvidence]. It returns the result to keep.
+	// Verify replaces the Verification stage's check; default
+	// pipeline.Verify, the check each tool declares (tool.Spec.Verify).
+	// It returns the result to keep.
 	Verify func(call *tool.Call, res *tool.Result) *tool.Result
-	// Store keeps a durable record of every call (through a
-	// result.Recorder: "running" at start, the final record before the
-	// result reaches the model) and of every confirm exchange, and
-	// supplies compacted model forms when the context is rebuilt; nil
-	// keeps records in memory only (the transcript).
+	// Store keeps a durable record of every call (the pipeline's record
+	// stage: "running" at start, the final record before the result
+	// reaches the model) and of every confirm exchange, and supplies
+	// compacted model forms when the context is rebuilt; nil keeps
+	// records in memory only (the transcript).
 	Store store.Store
 	// Compactor receives every finished record (compact.Compactor); only
 	// with a Store.
@@ -158,9 +171,6 @@ func New(opts Options) *Agent {
 	if opts.Policy == nil {
 		opts.Policy = approval.DefaultPolicy()
 	}
-	if opts.Verify == nil {
-		opts.Verify = VerifyEvidence
-	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -182,6 +192,13 @@ func New(opts Options) *Agent {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if opts.Pipeline == nil {
+		opts.Pipeline = pipeline.New(&pipeline.Options{Store: opts.Store, Compactor: opts.Compactor,
+			MaxModelChars: opts.ResultMaxChars, Policy: opts.Policy, Confirmer: opts.Confirmer,
+			Middleware: opts.Middleware, Verify: opts.Verify, Now: opts.Now, Logger: opts.Logger})
+	} else if opts.Store == nil {
+		opts.Store = opts.Pipeline.Store()
 	}
 	a := &Agent{opts: opts}
 	if opts.Set != nil {
@@ -479,21 +496,19 @@ func prepareUses(msg *provider.Message, newID func() string) []provider.Block {
 // hex digits (96 bits).
 func randomCallID() string { return tool.NewCallID("call_") }
 
-// handler builds the run's execution chain (ARCHITECTURE.md, "One call,
-// end to end"): the result Recorder (with a Store; without one the
-// result is bounded all the same), discovery's Dispatch
-// (Discovery stage), the Middleware, the confirm gate (Authorization),
-// the evidence check (Verification) around the tool set's Call (schema
-// check, handler, result hook).
+// handler is the run's entry into the pipeline (pipeline.Pipeline.Handler:
+// record, Discovery through the run's current discovery state, the
+// Middleware, Parameters, the confirm gate, Execution on the current set,
+// Verification, projection, compaction). Confirm exchanges become events
+// and the summary's Exchanges.
 func (a *Agent) handler(r *run) Handler {
-	base := func(ctx context.Context, call *tool.Call) *tool.Result {
-		return a.opts.Verify(call, r.set().Call(ctx, call))
-	}
-	gate := &approval.Gate{
-		Policy:    a.opts.Policy,
-		Confirmer: a.opts.Confirmer,
-		Now:       a.opts.Now,
-		Lookup:    func(name string) (*tool.Tool, string, bool) { return r.set().Lookup(name) },
+	return a.opts.Pipeline.Handler(pipeline.Run{
+		TaskID: r.taskID,
+		Tools: func() (*capability.Set, pipeline.Dispatcher) {
+			r.tools.mu.Lock()
+			defer r.tools.mu.Unlock()
+			return r.tools.set, r.tools.dr
+		},
 		OnAsk: func(ctx context.Context, act approval.Action) {
 			r.push(act.CallID, Event{Kind: EventConfirm, Step: r.step, CallID: act.CallID, Tool: act.Tool, Action: &act})
 		},
@@ -501,32 +516,14 @@ func (a *Agent) handler(r *run) Handler {
 			r.mu.Lock()
 			r.sum.Exchanges = append(r.sum.Exchanges, ex)
 			r.mu.Unlock()
-			r.recordExchange(ctx, ex)
 			r.push(ex.Action.CallID, Event{Kind: EventDecision, Step: r.step, CallID: ex.Action.CallID, Tool: ex.Action.Tool, Exchange: &ex})
 		},
-	}
-	h := gate.Wrap(base)
-	for i := len(a.opts.Middleware) - 1; i >= 0; i-- {
-		h = a.opts.Middleware[i](h)
-	}
-	gated := h
-	h = func(ctx context.Context, call *tool.Call) *tool.Result {
-		return r.discovery().Dispatch(ctx, call, gated)
-	}
-	if a.opts.Store != nil {
-		rec := result.New(a.opts.Store, &result.Options{Now: a.opts.Now, Compactor: a.opts.Compactor, Logger: a.opts.Logger,
-			MaxModelChars: a.opts.ResultMaxChars})
-		dispatched := h
-		h = func(ctx context.Context, call *tool.Call) *tool.Result {
-			return rec.Call(ctx, r.taskID, call, dispatched)
-		}
-	} else {
-		dispatched := h
-		h = func(ctx context.Context, call *tool.Call) *tool.Result {
-			return result.Bound(dispatched(ctx, call), call.ID, a.opts.ResultMaxChars, false)
-		}
-	}
-	return h
+		OnRecordError: func(string, error) {
+			r.mu.Lock()
+			r.sum.RecordErrors++
+			r.mu.Unlock()
+		},
+	})
 }
 
 // runCalls runs one assistant turn's tool calls in order and returns the

@@ -14,6 +14,7 @@ import (
 	"github.com/aibuddy/aibuddy/agent"
 	"github.com/aibuddy/aibuddy/approval"
 	"github.com/aibuddy/aibuddy/compact"
+	"github.com/aibuddy/aibuddy/pipeline"
 	"github.com/aibuddy/aibuddy/provider"
 	"github.com/aibuddy/aibuddy/store"
 	"github.com/aibuddy/aibuddy/store/sqlitestore"
@@ -389,11 +390,12 @@ func TestRunCompactionThenRebuild(t *testing.T) {
 
 func TestRunStepLimitAndVerification(t *testing.T) {
 	set := newSet(t, t.TempDir(), nil, nil)
-	loop := func(*provider.Request) []provider.Block { return []provider.Block{use("", "ls", `{}`)} }
+	loop := func(*provider.Request) []provider.Block { return []provider.Block{use("", "ls", `{"path":"."}`)} }
 	m := &scripted{turns: []func(*provider.Request) []provider.Block{loop, loop, loop, loop}}
+	write, _ := set.Tool("write_file")
 	lie := func(call *tool.Call, res *tool.Result) *tool.Result {
-		return agent.VerifyEvidence(&tool.Call{Name: "write_file", Input: []byte(`{"path":"a","content":"x"}`)},
-			tool.TextWith("wrote 1 byte", map[string]any{"sha256": "00", "bytes": 1}))
+		return pipeline.Verify(write, &tool.Call{Name: "write_file", Input: []byte(`{"path":"a","content":"x"}`)},
+			tool.TextWith("wrote 1 byte", tool.Evidence{"sha256": "00", "bytes": 1}))
 	}
 	_, sum, err := drain(t, agent.New(agent.Options{Model: m, Set: set, MaxSteps: 2, Verify: lie}).Run(context.Background(), "loop"), time.Minute, nil)
 	if err != nil || sum.Stop != agent.StopMaxSteps || sum.Steps != 2 {

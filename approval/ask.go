@@ -87,13 +87,13 @@ func AskUserQuestion(a Asker) *tool.Tool {
 					WithHint("continue without the answer only if the decision is not the user's")
 			}
 			if ans.Declined {
-				return tool.TextWith("The user declined to answer.", map[string]any{"declined": true}), nil
+				return tool.TextWith("The user declined to answer.", tool.Evidence{"declined": true}), nil
 			}
 			if len(in.Options) > 0 && !contains(in.Options, ans.Text) {
 				return tool.TextWith(fmt.Sprintf("The user answered outside the options: %s", ans.Text),
-					map[string]any{"answer": ans.Text}), nil
+					tool.Evidence{"answer": ans.Text}), nil
 			}
-			return tool.TextWith("The user answered: "+ans.Text, map[string]any{"answer": ans.Text}), nil
+			return tool.TextWith("The user answered: "+ans.Text, tool.Evidence{"answer": ans.Text}), nil
 		},
 	})
 }

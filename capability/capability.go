@@ -224,7 +224,9 @@ func Resolve(reg *registry.Registry, spec RunSpec) (*Set, []Exclusion, error) {
 		}
 	}
 	prereqs := toSet(spec.Prerequisites)
-	env := registry.Env{Sandbox: spec.Sandbox, Services: spec.Services}
+	// A tool may look up its run's other tools (their declarations) once
+	// the set is complete: the lookup reads the set Resolve returns.
+	env := registry.Env{Sandbox: spec.Sandbox, Services: spec.Services, Tool: set.Tool}
 	for _, g := range reg.Groups() {
 		exclude := func(reason Reason, detail string) {
 			for _, n := range g.Names {

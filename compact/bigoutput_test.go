@@ -85,7 +85,7 @@ func bigRig(tb testing.TB) (view *tool.Tool, size int64) {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { st.Close() })
-	res := tool.TextWith("exit code: 0\noutput: (the projection)\n", map[string]any{"full_output_path": path})
+	res := tool.TextWith("exit code: 0\noutput: (the projection)\n", tool.Evidence{"full_output_path": path})
 	if err := st.Put(context.Background(), &store.Record{ToolCallID: "big", TaskID: "t", Tool: "execute",
 		Input: json.RawMessage(`{"command":"gen"}`), Output: result.EncodeOutput(res), Model: result.EncodeModel(res), Outcome: store.OutcomeOK}); err != nil {
 		tb.Fatal(err)
@@ -95,7 +95,7 @@ func bigRig(tb testing.TB) (view *tool.Tool, size int64) {
 
 // measuredView runs one view and returns its text, evidence and the bytes it
 // allocated (runtime.MemStats.TotalAlloc, which bounds its peak heap).
-func measuredView(t *testing.T, view *tool.Tool, input string) (string, map[string]any, uint64) {
+func measuredView(t *testing.T, view *tool.Tool, input string) (string, tool.Evidence, uint64) {
 	t.Helper()
 	var before, after runtime.MemStats
 	runtime.GC()
@@ -120,7 +120,7 @@ func TestViewHugeOutputFileBoundedMemory(t *testing.T) {
 	t.Logf("wrote %d bytes in %s", size, time.Since(t0))
 	const bound = 64 << 20
 	totalChars := bigLines*bigLineChars + bigLongLine
-	check := func(name, input string, want func(text string, ev map[string]any) string) {
+	check := func(name, input string, want func(text string, ev tool.Evidence) string) {
 		t.Helper()
 		start := time.Now()
 		text, ev, alloc := measuredView(t, view, input)
@@ -133,7 +133,7 @@ func TestViewHugeOutputFileBoundedMemory(t *testing.T) {
 		}
 	}
 	mid := bigLines / 2 * bigLineChars
-	check("offset slice", fmt.Sprintf(`{"id":"big","offset":%d,"limit":8000}`, mid+7), func(text string, ev map[string]any) string {
+	check("offset slice", fmt.Sprintf(`{"id":"big","offset":%d,"limit":8000}`, mid+7), func(text string, ev tool.Evidence) string {
 		b := body(text)
 		if !strings.HasPrefix(bigChars(mid+7, 8000), b) || len([]rune(b)) < 4000 || ev["offset"] != mid+7 {
 			return "wrong slice"
@@ -143,19 +143,19 @@ func TestViewHugeOutputFileBoundedMemory(t *testing.T) {
 		}
 		return ""
 	})
-	check("line range", `{"id":"big","lines":"1000-1001"}`, func(text string, _ map[string]any) string {
+	check("line range", `{"id":"big","lines":"1000-1001"}`, func(text string, _ tool.Evidence) string {
 		if body(text) != bigLine(999)+bigLine(1000) || !strings.Contains(text, "→ lines 1,000-1,001 (96 characters in 2 lines)") {
 			return "wrong lines"
 		}
 		return ""
 	})
-	check("last lines", fmt.Sprintf(`{"id":"big","lines":"%d-%d","limit":20}`, bigLines, bigLines+5), func(text string, _ map[string]any) string {
+	check("last lines", fmt.Sprintf(`{"id":"big","lines":"%d-%d","limit":20}`, bigLines, bigLines+5), func(text string, _ tool.Evidence) string {
 		if body(text) != string([]rune(bigLine(bigLines - 1))[:20]) || !strings.Contains(text, fmt.Sprintf("→ lines %s-%s", commas(bigLines), commas(bigLines+1))) {
 			return "wrong end lines"
 		}
 		return ""
 	})
-	check("pattern", `{"id":"big","pattern":"row 0031[0-9]{5} ","limit":3}`, func(text string, ev map[string]any) string {
+	check("pattern", `{"id":"big","pattern":"row 0031[0-9]{5} ","limit":3}`, func(text string, ev tool.Evidence) string {
 		want := fmt.Sprintf("%d: %s\n%d: %s\n%d: %s", 3_100_001, strings.TrimSuffix(bigLine(3_100_000), "\n"),
 			3_100_002, strings.TrimSuffix(bigLine(3_100_001), "\n"), 3_100_003, strings.TrimSuffix(bigLine(3_100_002), "\n"))
 		if ev["matches"] != 100_000 || body(text) != want {
@@ -163,7 +163,7 @@ func TestViewHugeOutputFileBoundedMemory(t *testing.T) {
 		}
 		return ""
 	})
-	check("pattern in a 3 MB line", `{"id":"big","pattern":"NEEDLE"}`, func(text string, ev map[string]any) string {
+	check("pattern in a 3 MB line", `{"id":"big","pattern":"NEEDLE"}`, func(text string, ev tool.Evidence) string {
 		want := fmt.Sprintf("%d: [line of 3,000,000 characters; showing from byte %s] %s…", bigLines+1, commas(bigNeedleAt-100),
 			strings.Repeat("z", 100)+"NEEDLE"+strings.Repeat("z", 194))
 		if body(text) != want || ev["matches"] != 1 {
@@ -171,7 +171,7 @@ func TestViewHugeOutputFileBoundedMemory(t *testing.T) {
 		}
 		return ""
 	})
-	check("json_path refused", `{"id":"big","part":"input","json_path":"$.command"}`, func(text string, _ map[string]any) string {
+	check("json_path refused", `{"id":"big","part":"input","json_path":"$.command"}`, func(text string, _ tool.Evidence) string {
 		if body(text) != `"gen"` {
 			return "input json_path"
 		}

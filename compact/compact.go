@@ -15,6 +15,7 @@ import (
 
 	"github.com/aibuddy/aibuddy/result"
 	"github.com/aibuddy/aibuddy/store"
+	"github.com/aibuddy/aibuddy/tool"
 )
 
 // Strategy is how a tool's oversized results are compacted (seed: "A tool
@@ -79,8 +80,9 @@ type Options struct {
 	// Workers bounds concurrent background compactions. Default 2.
 	Workers int
 	// FullOutputDir is where execute keeps full command output, as
-	// ViewOptions.FullOutputDir (give both the same folder). An execute
-	// result whose evidence names a full_output_path is then compacted
+	// ViewOptions.FullOutputDir (give both the same folder). A result
+	// whose evidence names a full output file inside it
+	// (tool.EvidenceFullOutputPath) is then compacted
 	// with recovery hints that address the result text ("part":"result"),
 	// because view_tool_call reads the file by default; its stub gives the
 	// command's true totals. Default "".
@@ -463,14 +465,15 @@ func jsonString(s string) string {
 
 // fullOutputInfo describes the full output file behind a result.
 type fullOutputInfo struct {
-	chars, lines int   // of the command's output; -1 when unknown
-	bytes        int64 // of the file; -1 when it cannot be read
-	viewable     bool  // view_tool_call reads it by default
+	tool         string // the tool whose result it is
+	chars, lines int    // of the command's output; -1 when unknown
+	bytes        int64  // of the file; -1 when it cannot be read
+	viewable     bool   // view_tool_call reads it by default
 }
 
 func (f fullOutputInfo) describe() string {
 	var b strings.Builder
-	b.WriteString("execute's projection of the command's output")
+	b.WriteString(f.tool + "'s projection of the command's output")
 	if f.chars >= 0 && f.lines >= 0 {
 		fmt.Fprintf(&b, " of %s in %s", plural(f.chars, "character", "characters"), plural(f.lines, "line", "lines"))
 	}
@@ -491,12 +494,12 @@ func (c *Compactor) fullOutput(rec *store.Record) (fullOutputInfo, bool) {
 	if err != nil {
 		return fullOutputInfo{}, false
 	}
-	p, ok := w.Evidence["full_output_path"].(string)
+	p, ok := w.Evidence[tool.EvidenceFullOutputPath].(string)
 	if !ok || p == "" {
 		return fullOutputInfo{}, false
 	}
-	f := fullOutputInfo{chars: evInt(w.Evidence, "output_chars"), lines: evInt(w.Evidence, "output_lines"), bytes: -1}
-	_, f.viewable = fullOutputPath(c.o.FullOutputDir, rec.Tool, w)
+	f := fullOutputInfo{tool: rec.Tool, chars: evInt(w.Evidence, tool.EvidenceOutputChars), lines: evInt(w.Evidence, tool.EvidenceOutputLines), bytes: -1}
+	_, f.viewable = fullOutputPath(c.o.FullOutputDir, w)
 	file, err := os.Open(p)
 	if err != nil {
 		f.viewable = false
@@ -518,7 +521,7 @@ func (c *Compactor) fullOutput(rec *store.Record) (fullOutputInfo, bool) {
 }
 
 // evInt is an integer evidence value (JSON numbers decode as float64), or -1.
-func evInt(ev map[string]any, key string) int {
+func evInt(ev tool.Evidence, key tool.EvidenceKey) int {
 	switch v := ev[key].(type) {
 	case float64:
 		return int(v)

@@ -60,7 +60,7 @@ func returning(res *tool.Result) result.Next {
 
 // viewText runs view_tool_call with input and returns the text, failing on
 // an error result.
-func (r *rig) viewText(input string) (string, map[string]any) {
+func (r *rig) viewText(input string) (string, tool.Evidence) {
 	r.t.Helper()
 	res := r.view.Call(context.Background(), &tool.Call{ID: "v", Input: json.RawMessage(input)})
 	if res.IsError {

@@ -120,12 +120,19 @@ type ViewOptions struct {
 	// Counter counts tokens. Default [Count].
 	Counter Counter
 	// FullOutputDir is where execute keeps full command output
-	// (coretools.ExecuteOptions.OutputDir). When set, an execute record
-	// whose evidence full_output_path lies inside it is viewed through
-	// that file (the raw output, including what execute's own 30,000
-	// character cap omitted); paths elsewhere are never opened. Default
-	// "": records only.
+	// (coretools.ExecuteOptions.OutputDir). When set, a record whose
+	// evidence names a full output file inside it
+	// (tool.EvidenceFullOutputPath) is viewed through that file (the raw
+	// output, including what execute's own 30,000 character cap omitted),
+	// and a call still running or interrupted through the file its tool
+	// declares (tool.Tool.OutputFile, looked up with Tool); paths
+	// elsewhere are never opened. Default "": records only.
 	FullOutputDir string
+	// Tool finds a tool of the run by name, for what it declares about
+	// its records (tool.Tool.OutputFile). Group sets it from the run
+	// (registry.Env.Tool). Default nil: no declarations, so an
+	// unfinished call is viewed from its record only.
+	Tool func(name string) (*tool.Tool, bool)
 }
 
 const viewSchema = `{
@@ -231,7 +238,14 @@ func Group(dataDir string, opts *ViewOptions) registry.Group {
 			if !ok {
 				return nil, fmt.Errorf("compact: the %q service is not a store.Store", GroupKey)
 			}
-			return []*tool.Tool{ViewToolCall(st, dataDir, opts)}, nil
+			var o ViewOptions
+			if opts != nil {
+				o = *opts
+			}
+			if o.Tool == nil {
+				o.Tool = env.Tool
+			}
+			return []*tool.Tool{ViewToolCall(st, dataDir, &o)}, nil
 		},
 	}
 }
@@ -361,10 +375,10 @@ func (v *viewer) source(rec *store.Record, part string) (viewSource, string, err
 	}
 	if len(bytes.TrimSpace(raw)) == 0 {
 		if part != "result" && (rec.Outcome == store.OutcomeRunning || rec.Outcome == store.OutcomeInterrupted) {
-			// An execute that never finished still has the output its
-			// command printed so far in its full output file.
+			// A call that never finished (execute) may still have the
+			// output printed so far in the file its tool declares.
 			if src, ok := v.partialOutput(rec); ok {
-				return src, "partial full output file of execute (raw bytes as produced before the call ended unfinished: outcome " + string(rec.Outcome) + "); its effect may be partial", nil
+				return src, "partial full output file of " + rec.Tool + " (raw bytes as produced before the call ended unfinished: outcome " + string(rec.Outcome) + "); its effect may be partial", nil
 			}
 		}
 		switch rec.Outcome {
@@ -380,10 +394,10 @@ func (v *viewer) source(rec *store.Record, part string) (viewSource, string, err
 		return viewSource{}, "", tool.Errorf(tool.Execution, "the record of %q is unreadable: %w", rec.ToolCallID, err)
 	}
 	if part != "result" {
-		if p, ok := fullOutputPath(v.o.FullOutputDir, rec.Tool, w); ok {
+		if p, ok := fullOutputPath(v.o.FullOutputDir, w); ok {
 			if f, err := os.Open(p); err == nil {
 				if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
-					return viewSource{r: f, n: fi.Size(), f: f}, "full output file of execute (raw bytes as produced)", nil
+					return viewSource{r: f, n: fi.Size(), f: f}, "full output file of " + rec.Tool + " (raw bytes as produced)", nil
 				}
 				f.Close()
 			}
@@ -392,16 +406,21 @@ func (v *viewer) source(rec *store.Record, part string) (viewSource, string, err
 	return textSource(w.Text()), "output text", nil
 }
 
-// partialOutput opens the full output file of an execute call that has
-// no final record (running, or interrupted by its process's end): execute
-// names it <FullOutputDir>/<task>/<toolCallId>.log (ids as safe file
-// names) before the command starts.
+// partialOutput opens the full output file of a call that has no final
+// record (running, or interrupted by its process's end): the file its tool
+// declares it writes while the call runs (tool.Tool.OutputFile; execute:
+// <FullOutputDir>/<task>/<toolCallId>.log, ids as safe file names), when
+// it lies inside FullOutputDir.
 func (v *viewer) partialOutput(rec *store.Record) (viewSource, bool) {
-	if v.o.FullOutputDir == "" || rec.Tool != "execute" {
+	if v.o.FullOutputDir == "" || v.o.Tool == nil {
 		return viewSource{}, false
 	}
-	p := filepath.Join(v.o.FullOutputDir, tool.SafeFileName(rec.TaskID), tool.SafeFileName(rec.ToolCallID)+".log")
-	if !inside(v.o.FullOutputDir, p) {
+	t, ok := v.o.Tool(rec.Tool)
+	if !ok {
+		return viewSource{}, false
+	}
+	p := t.OutputFile(rec.TaskID, rec.ToolCallID)
+	if p == "" || !inside(v.o.FullOutputDir, p) {
 		return viewSource{}, false
 	}
 	f, err := os.Open(p)
@@ -415,13 +434,15 @@ func (v *viewer) partialOutput(rec *store.Record) (viewSource, bool) {
 	return viewSource{}, false
 }
 
-// fullOutputPath is the full output file an execute result names in its
-// evidence (full_output_path), when it lies inside dir.
-func fullOutputPath(dir, toolName string, w result.Wire) (string, bool) {
-	if dir == "" || toolName != "execute" {
+// fullOutputPath is the full output file a result names in its evidence
+// (tool.EvidenceFullOutputPath), when it lies inside dir. Evidence is
+// written by aibuddy's own tools and the MCP client (an upstream server
+// cannot set this key), and the file must lie in aibuddy's own folder.
+func fullOutputPath(dir string, w result.Wire) (string, bool) {
+	if dir == "" {
 		return "", false
 	}
-	p, ok := w.Evidence["full_output_path"].(string)
+	p, ok := w.Evidence[tool.EvidenceFullOutputPath].(string)
 	if !ok || !inside(dir, p) {
 		return "", false
 	}
@@ -536,7 +557,7 @@ func (v *viewer) slice(rec *store.Record, src viewSource, label string, in viewI
 	}
 	h.WriteString("---\n")
 	h.WriteString(body)
-	return tool.TextWith(h.String(), map[string]any{
+	return tool.TextWith(h.String(), tool.Evidence{
 		"tool_call_id": rec.ToolCallID, "source": label, "total_chars": total,
 		"offset": off, "end": end, "next_offset": nextOff,
 	}), nil
@@ -635,7 +656,7 @@ func (v *viewer) grep(rec *store.Record, src viewSource, lineBase int, label str
 	}
 	h.WriteString("---\n")
 	h.WriteString(strings.TrimSuffix(out.String(), "\n"))
-	return tool.TextWith(h.String(), map[string]any{
+	return tool.TextWith(h.String(), tool.Evidence{
 		"tool_call_id": rec.ToolCallID, "source": label, "total_chars": srcChars,
 		"matches": total, "offset": skip, "next_offset": nextOff,
 	}), nil

@@ -70,6 +70,7 @@ func (f *fsTools) editFileTool() *tool.Tool {
 		InputSchema: []byte(fmt.Sprintf(editSchema, maxBatchEdits)),
 		Annotations: fsDestructive("Edit file"),
 		Handler:     fsShownPaths(f.editFile),
+		Verify:      verifyEdit,
 	})
 }
 
@@ -110,12 +111,12 @@ func (f *fsTools) editFile(ctx context.Context, call *tool.Call) (*tool.Result, 
 	}
 	f.remember(res.SHA256, in.Path, res.Path)
 	text := formatEdit(in.Path, res, f.opts.ReadMaxLineChars)
-	return tool.TextWith(text, map[string]any{
-		"path":          in.Path,
-		"replacements":  res.Replacements,
-		"bytes":         res.Bytes,
-		"sha256":        res.SHA256,
-		"stale_checked": checked,
+	return tool.TextWith(text, tool.Evidence{
+		tool.EvidencePath:         in.Path,
+		tool.EvidenceReplacements: res.Replacements,
+		tool.EvidenceBytes:        res.Bytes,
+		tool.EvidenceSHA256:       res.SHA256,
+		"stale_checked":           checked,
 	}), nil
 }
 

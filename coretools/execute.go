@@ -215,6 +215,8 @@ func Execute(sb sandbox.Sandbox, opts *ExecuteOptions) *tool.Tool {
 		InputSchema: []byte(fmt.Sprintf(executeSchema, e.opts.DefaultTimeout.Milliseconds(), e.opts.MaxTimeout.Milliseconds())),
 		Annotations: &tool.Annotations{Title: "Run a shell command", DestructiveHint: &t, OpenWorldHint: &t},
 		Handler:     e.call,
+		Verify:      verifyExecute,
+		OutputFile:  e.outputFile,
 	})
 }
 
@@ -512,27 +514,27 @@ func (e *executor) result(callID string, timeout time.Duration, o execOutcome, a
 		b.WriteString(s)
 	}
 
-	ev := map[string]any{
-		"exit_code":     res.ExitCode,
-		"timed_out":     timedOut || (abandoned && !cancelled),
-		"cancelled":     cancelled,
-		"duration_ms":   dur.Milliseconds(),
-		"output_chars":  st.Chars,
-		"output_lines":  st.Lines,
-		"shown_chars":   st.Shown,
-		"omitted_chars": st.OmittedChars,
-		"omitted_lines": st.OmittedLines,
-		"stderr_chars":  st.StderrChars,
-		"output_bytes":  st.RawBytes[outStdout] + st.RawBytes[outStderr],
-		"lingering":     res.Lingering,
-		"escaped":       res.Escaped,
-		"timeout_ms":    timeout.Milliseconds(),
+	ev := tool.Evidence{
+		tool.EvidenceExitCode:    res.ExitCode,
+		tool.EvidenceTimedOut:    timedOut || (abandoned && !cancelled),
+		tool.EvidenceCancelled:   cancelled,
+		"duration_ms":            dur.Milliseconds(),
+		tool.EvidenceOutputChars: st.Chars,
+		tool.EvidenceOutputLines: st.Lines,
+		tool.EvidenceShownChars:  st.Shown,
+		"omitted_chars":          st.OmittedChars,
+		"omitted_lines":          st.OmittedLines,
+		"stderr_chars":           st.StderrChars,
+		"output_bytes":           st.RawBytes[outStdout] + st.RawBytes[outStderr],
+		"lingering":              res.Lingering,
+		"escaped":                res.Escaped,
+		"timeout_ms":             timeout.Milliseconds(),
 	}
 	if abandoned {
 		ev["sandbox_unresponsive"] = true
 	}
 	if st.FilePath != "" {
-		ev["full_output_path"] = st.FilePath
+		ev[tool.EvidenceFullOutputPath] = st.FilePath
 		ev["full_output_bytes"] = st.FileBytes
 	}
 	switch {

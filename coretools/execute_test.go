@@ -87,7 +87,7 @@ func (r *execRig) call(ctx context.Context, args map[string]any) (*tool.Result, 
 	return res, log
 }
 
-func evInt(t *testing.T, r *tool.Result, key string) int64 {
+func evInt(t *testing.T, r *tool.Result, key tool.EvidenceKey) int64 {
 	t.Helper()
 	switch v := r.Evidence[key].(type) {
 	case int:

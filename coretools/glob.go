@@ -263,17 +263,17 @@ func (s *searchSummary) render(head, body string) string {
 	return b.String()
 }
 
-func (s *searchSummary) evidence() map[string]any {
-	return map[string]any{
-		s.what:                 s.found,
-		"shown":                s.shown,
-		"truncated":            s.res.Truncated || s.shown < s.found,
-		"partial":              s.res.Partial,
-		"total":                s.res.Total,
-		"files_searched":       s.res.FilesSearched,
-		"skipped_hidden_files": s.res.SkippedHiddenFiles,
-		"skipped_binary":       s.res.SkippedBinary,
-		"ignored":              s.res.Ignored,
-		"skipped_hidden":       s.hiddenSkipped(),
+func (s *searchSummary) evidence() tool.Evidence {
+	return tool.Evidence{
+		tool.EvidenceKey(s.what): s.found,
+		"shown":                  s.shown,
+		"truncated":              s.res.Truncated || s.shown < s.found,
+		"partial":                s.res.Partial,
+		"total":                  s.res.Total,
+		"files_searched":         s.res.FilesSearched,
+		"skipped_hidden_files":   s.res.SkippedHiddenFiles,
+		"skipped_binary":         s.res.SkippedBinary,
+		"ignored":                s.res.Ignored,
+		"skipped_hidden":         s.hiddenSkipped(),
 	}
 }

@@ -79,7 +79,7 @@ func (f *fsTools) ls(ctx context.Context, call *tool.Call) (*tool.Result, error)
 		res.Entries = kept
 	}
 	text, shown := formatList(in.Path, res, maxEntries, f.opts.MaxOutputChars, f.opts.SearchTimeout)
-	return tool.TextWith(text, map[string]any{
+	return tool.TextWith(text, tool.Evidence{
 		"entries":        shown,
 		"truncated":      res.Truncated || shown < len(res.Entries),
 		"partial":        res.Partial,

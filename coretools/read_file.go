@@ -116,8 +116,8 @@ func (f *fsTools) readFile(ctx context.Context, call *tool.Call) (*tool.Result, 
 // any of them, and the continuation offset names exactly that line; a
 // first line that alone passes the character bound is cut to fit, with its
 // truncation note. An offset past the end is a Parameters error.
-func formatRead(p string, res *sandbox.ReadResult, offset, limit int, opts *FSOptions) (string, map[string]any, *tool.Error) {
-	ev := map[string]any{
+func formatRead(p string, res *sandbox.ReadResult, offset, limit int, opts *FSOptions) (string, tool.Evidence, *tool.Error) {
+	ev := tool.Evidence{
 		"path":        p,
 		"sha256":      res.SHA256,
 		"bytes":       res.Size,
@@ -370,7 +370,7 @@ func formatBinary(p string, res *sandbox.ReadResult) *tool.Result {
 	}
 	text := fmt.Sprintf("%s: %s, e.g. `xxd -l 512 %s` or `strings -n 8 %s | head -100`",
 		p, strings.TrimRight(desc, ". "), fsShellQuote(p), fsShellQuote(p))
-	return tool.TextWith(text, map[string]any{"path": p, "kind": "binary", "bytes": res.Size, "sha256": res.SHA256})
+	return tool.TextWith(text, tool.Evidence{"path": p, "kind": "binary", "bytes": res.Size, "sha256": res.SHA256})
 }
 
 // formatImage is read_file's answer for an image (case BH-013): an image
@@ -417,7 +417,7 @@ func formatImage(p string, res *sandbox.ReadResult, maxBytes int64) (*tool.Resul
 			{Type: tool.TextContent, Text: desc},
 			{Type: tool.ImageContent, Data: res.Data, MIMEType: mime},
 		},
-		Evidence: map[string]any{"path": p, "kind": "image", "bytes": len(res.Data), "mime_type": mime, "sha256": res.SHA256},
+		Evidence: tool.Evidence{"path": p, "kind": "image", "bytes": len(res.Data), "mime_type": mime, "sha256": res.SHA256},
 	}, nil
 }
 

@@ -31,6 +31,7 @@ func (f *fsTools) writeFileTool() *tool.Tool {
 		InputSchema: []byte(writeSchema),
 		Annotations: fsDestructive("Write file"),
 		Handler:     fsShownPaths(f.writeFile),
+		Verify:      verifyWrite,
 	})
 }
 
@@ -63,10 +64,10 @@ func (f *fsTools) writeFile(ctx context.Context, call *tool.Call) (*tool.Result,
 		return nil, tool.Errorf(tool.Verification, "%s; but %s were sent", text, fsPlural(int(sent), "byte", "bytes")).
 			WithHint("read the file to see what is on disk before writing again")
 	}
-	return tool.TextWith(text, map[string]any{
-		"path":    in.Path,
-		"bytes":   res.Bytes,
-		"sha256":  res.SHA256,
-		"created": res.Created,
+	return tool.TextWith(text, tool.Evidence{
+		tool.EvidencePath:    in.Path,
+		tool.EvidenceBytes:   res.Bytes,
+		tool.EvidenceSHA256:  res.SHA256,
+		tool.EvidenceCreated: res.Created,
 	}), nil
 }

@@ -350,7 +350,7 @@ func (r *Run) handleSearch(_ context.Context, call *tool.Call) (*tool.Result, er
 	}
 	if r.c.nDeferred == 0 {
 		return tool.TextWith("No tools are deferred in this run: every available tool is already loaded.",
-			map[string]any{"matched": 0, "activated": []string{}}), nil
+			tool.Evidence{"matched": 0, "activated": []string{}}), nil
 	}
 
 	var names []string // candidates, best first
@@ -409,7 +409,7 @@ func (r *Run) handleSearch(_ context.Context, call *tool.Call) (*tool.Result, er
 			fmt.Fprintf(&b, "No deferred tool matched %q, so nothing was loaded. %d tools are deferred; "+
 				"search again with other words for the action and its object, or use select:<name> with an exact name.", q, r.c.nDeferred)
 		}
-		return tool.TextWith(b.String(), map[string]any{"matched": len(names), "activated": []string{}}), nil
+		return tool.TextWith(b.String(), tool.Evidence{"matched": len(names), "activated": []string{}}), nil
 	}
 	r.Activate(shown...)
 
@@ -425,7 +425,7 @@ func (r *Run) handleSearch(_ context.Context, call *tool.Call) (*tool.Result, er
 	if capped {
 		fmt.Fprintf(&tail, "\n[max_results was capped at %d.]\n", r.c.opts.MaxResults)
 	}
-	return tool.TextWith(head.String()+b.String()+tail.String(), map[string]any{
+	return tool.TextWith(head.String()+b.String()+tail.String(), tool.Evidence{
 		"matched":   len(names),
 		"activated": shown,
 		"omitted":   omitted,

@@ -18,12 +18,12 @@ import (
 // evidence names the server and the original tool and carries
 // structuredContent when present.
 func mapResult(server, orig string, res *mcp.CallToolResult) *tool.Result {
-	out := &tool.Result{Evidence: map[string]any{"mcp_server": server, "mcp_tool": orig}}
+	out := &tool.Result{Evidence: tool.Evidence{tool.EvidenceMCPServer: server, tool.EvidenceMCPTool: orig}}
 	for _, c := range res.Content {
 		out.Content = append(out.Content, mapContent(c)...)
 	}
 	if res.StructuredContent != nil {
-		out.Evidence["structured_content"] = res.StructuredContent
+		out.Evidence[tool.EvidenceStructuredContent] = res.StructuredContent
 		if len(out.Content) == 0 {
 			b, err := json.Marshal(res.StructuredContent)
 			if err == nil {

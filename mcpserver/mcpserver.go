@@ -483,7 +483,7 @@ func toMCP(id string, res *tool.Result) *mcp.CallToolResult {
 		meta[MetaStage] = string(res.Stage)
 	}
 	ev := res.Evidence
-	if sc, ok := ev["structured_content"]; ok {
+	if sc, ok := ev[tool.EvidenceStructuredContent]; ok {
 		// An upstream MCP tool's structuredContent goes back as
 		// structuredContent (MCP 2025-06-18 "Structured Content") when it
 		// is small; a large one is left to the (bounded) text, which
@@ -492,7 +492,7 @@ func toMCP(id string, res *tool.Result) *mcp.CallToolResult {
 			out.StructuredContent = json.RawMessage(b)
 		}
 		ev = maps.Clone(ev)
-		delete(ev, "structured_content")
+		delete(ev, tool.EvidenceStructuredContent)
 	}
 	if len(ev) > 0 {
 		if b, err := json.Marshal(ev); err != nil {

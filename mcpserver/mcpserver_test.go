@@ -57,7 +57,7 @@ func TestResultMapping(t *testing.T) {
 		tool.MustDefine(tool.Spec{Name: "picture", InputSchema: json.RawMessage(`{"type":"object"}`),
 			Handler: func(context.Context, *tool.Call) (*tool.Result, error) {
 				return &tool.Result{Content: []tool.Content{{Type: tool.ImageContent, Data: png, MIMEType: "image/png"}},
-					Evidence: map[string]any{"bytes": len(png)}}, nil
+					Evidence: tool.Evidence{"bytes": len(png)}}, nil
 			}}),
 		tool.MustDefine(tool.Spec{Name: "deny", InputSchema: json.RawMessage(`{"type":"object"}`),
 			Handler: func(context.Context, *tool.Call) (*tool.Result, error) {
@@ -89,7 +89,7 @@ func TestResultMapping(t *testing.T) {
 // evidence stay out of the frame.
 func TestStructuredContentAndEvidenceBounds(t *testing.T) {
 	big := strings.Repeat("x", mcpserver.MaxStructuredBytes)
-	mk := func(name string, ev map[string]any) *tool.Tool {
+	mk := func(name string, ev tool.Evidence) *tool.Tool {
 		return tool.MustDefine(tool.Spec{Name: name, InputSchema: json.RawMessage(`{"type":"object"}`),
 			Handler: func(context.Context, *tool.Call) (*tool.Result, error) {
 				r := tool.Text("text form")
@@ -98,8 +98,8 @@ func TestStructuredContentAndEvidenceBounds(t *testing.T) {
 			}})
 	}
 	cs := connectInMemory(t, oneGroupSet(t,
-		mk("small", map[string]any{"structured_content": map[string]any{"n": 1}, "server": "up"}),
-		mk("large", map[string]any{"structured_content": map[string]any{"s": big}, "blob": big}),
+		mk("small", tool.Evidence{"structured_content": map[string]any{"n": 1}, "server": "up"}),
+		mk("large", tool.Evidence{"structured_content": map[string]any{"s": big}, "blob": big}),
 	), nil)
 	defer cs.Close()
 	ctx := context.Background()

@@ -41,6 +41,11 @@ type Requirements struct {
 type Env struct {
 	Sandbox  sandbox.Sandbox
 	Services map[string]any // the run's injected services, by name
+	// Tool finds a tool of the run's resolved set by name, for what the
+	// tool declares (view_tool_call reads tool.Tool.OutputFile). It
+	// answers once resolution is done, so a tool may keep it and call it
+	// during calls, never during Build. nil outside a resolution.
+	Tool func(name string) (*tool.Tool, bool)
 }
 
 // Service returns the named service as T, or false.

@@ -57,7 +57,7 @@ func Bound(res *tool.Result, id string, maxChars int, recoverable bool) *tool.Re
 	if textChars <= maxChars {
 		return res
 	}
-	if n, ok := evidenceInt(res.Evidence["shown_chars"]); ok && n >= 0 && n <= int64(maxChars) {
+	if n, ok := evidenceInt(res.Evidence[tool.EvidenceShownChars]); ok && n >= 0 && n <= int64(maxChars) {
 		return res
 	}
 
@@ -109,11 +109,11 @@ func Bound(res *tool.Result, id string, maxChars int, recoverable bool) *tool.Re
 
 	out := &tool.Result{IsError: res.IsError, Stage: res.Stage, Evidence: maps.Clone(res.Evidence)}
 	if out.Evidence == nil {
-		out.Evidence = map[string]any{}
+		out.Evidence = tool.Evidence{}
 	}
-	out.Evidence["model_total_chars"] = total
-	out.Evidence["model_shown_chars"] = headN + tailN
-	out.Evidence["model_omitted_chars"] = omitted
+	out.Evidence[tool.EvidenceModelTotalChars] = total
+	out.Evidence[tool.EvidenceModelShownChars] = headN + tailN
+	out.Evidence[tool.EvidenceModelOmittedChars] = omitted
 	out.Content = append(out.Content, tool.Content{Type: tool.TextContent, Text: header})
 	marked := false
 	for i, c := range res.Content {

@@ -62,7 +62,7 @@ func TestBH049HugeResultIsBoundedAndRecoverable(t *testing.T) {
 		t.Fatalf("fixture %d", len(raw))
 	}
 	res := rec.Call(context.Background(), "task", &tool.Call{ID: "mcp_1", Name: "docs__dump"}, func(context.Context, *tool.Call) *tool.Result {
-		return tool.TextWith(raw, map[string]any{"server": "docs"})
+		return tool.TextWith(raw, tool.Evidence{"server": "docs"})
 	})
 	text := res.AllText()
 	if n := utf8.RuneCountInString(text); n > result.DefaultMaxModelChars+1000 {
@@ -160,11 +160,11 @@ func TestBoundBlocksAndImages(t *testing.T) {
 // a little longer than the bound; one that claims a larger cap is bounded.
 func TestBoundLeavesToolCappedResults(t *testing.T) {
 	body := "exit code: 0\noutput: 80,000 characters produced; 30,000 shown\n---\n" + strings.Repeat("y", 30000)
-	capped := tool.TextWith(body, map[string]any{"shown_chars": int64(30000), "omitted_chars": int64(50000)})
+	capped := tool.TextWith(body, tool.Evidence{"shown_chars": int64(30000), "omitted_chars": int64(50000)})
 	if result.Bound(capped, "x", 30000, true) != capped {
 		t.Fatal("execute's own cap was marked again")
 	}
-	wide := tool.TextWith(body+strings.Repeat("y", 50000), map[string]any{"shown_chars": int64(80000)})
+	wide := tool.TextWith(body+strings.Repeat("y", 50000), tool.Evidence{"shown_chars": int64(80000)})
 	if out := result.Bound(wide, "x", 30000, true); out == wide || !strings.HasPrefix(out.AllText(), "[cut by aibuddy at ") {
 		t.Fatal("a tool cap over the bound was let through")
 	}
@@ -198,7 +198,7 @@ func TestPairBoundsLikeTheRecorder(t *testing.T) {
 	}
 	capped := strings.Repeat("e", 30100)
 	rec.Call(context.Background(), "t", &tool.Call{ID: "x1", Name: "execute"}, func(context.Context, *tool.Call) *tool.Result {
-		return tool.TextWith(capped, map[string]any{"shown_chars": 30000})
+		return tool.TextWith(capped, tool.Evidence{"shown_chars": 30000})
 	})
 	ms, err := result.Pair(context.Background(), st, []result.Use{{ID: "b1"}, {ID: "x1"}})
 	if err != nil {

@@ -180,7 +180,7 @@ func outcomeOf(ctx context.Context, res *tool.Result) store.Outcome {
 	if ctx.Err() != nil {
 		return store.OutcomeCancelled
 	}
-	if c, ok := res.Evidence["cancelled"].(bool); ok && c {
+	if c, ok := res.Evidence[tool.EvidenceCancelled].(bool); ok && c {
 		return store.OutcomeCancelled
 	}
 	return store.OutcomeError

@@ -16,10 +16,10 @@ import (
 // projection (content, isError and stage only). Image data is base64 (the
 // encoding/json form of []byte).
 type Wire struct {
-	Content  []WireContent  `json:"content"`
-	IsError  bool           `json:"isError,omitempty"`
-	Stage    string         `json:"stage,omitempty"`
-	Evidence map[string]any `json:"evidence,omitempty"`
+	Content  []WireContent `json:"content"`
+	IsError  bool          `json:"isError,omitempty"`
+	Stage    string        `json:"stage,omitempty"`
+	Evidence tool.Evidence `json:"evidence,omitempty"`
 }
 
 // WireContent is one content block of a [Wire] result.
@@ -77,7 +77,7 @@ func marshal(w Wire) json.RawMessage {
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(w); err != nil {
 		// Evidence that does not encode (a channel, a func): keep the rest.
-		w.Evidence = map[string]any{"evidence_error": err.Error()}
+		w.Evidence = tool.Evidence{tool.EvidenceError: err.Error()}
 		buf.Reset()
 		_ = enc.Encode(w)
 	}

@@ -56,7 +56,7 @@ func TestRecorderRunningRecordThenFinalBeforeReturn(t *testing.T) {
 		if err != nil || got.Outcome != store.OutcomeRunning || string(got.Input) != `{"path":"a.txt"}` || len(got.Output) != 0 {
 			t.Errorf("running record: %+v %v", got, err)
 		}
-		return tool.TextWith("hello", map[string]any{"bytes": 5})
+		return tool.TextWith("hello", tool.Evidence{"bytes": 5})
 	})
 	if call.ID != "call_minted" || res.AllText() != "hello" {
 		t.Fatalf("id %q text %q", call.ID, res.AllText())
@@ -95,7 +95,7 @@ func TestRecorderOutcomes(t *testing.T) {
 		return tool.ErrorResult(tool.Errorf(tool.Execution, "cancelled"), "execute")
 	})
 	rec.Call(context.Background(), "t", &tool.Call{ID: "c2", Name: "execute"}, func(context.Context, *tool.Call) *tool.Result {
-		return &tool.Result{IsError: true, Stage: tool.Execution, Evidence: map[string]any{"cancelled": true}}
+		return &tool.Result{IsError: true, Stage: tool.Execution, Evidence: tool.Evidence{"cancelled": true}}
 	})
 	for id, want := range map[string]store.Outcome{"e1": store.OutcomeError, "c1": store.OutcomeCancelled, "c2": store.OutcomeCancelled} {
 		got, _ := st.Get(context.Background(), id)
@@ -139,7 +139,7 @@ func TestTarget(t *testing.T) {
 
 func TestWireRoundTrip(t *testing.T) {
 	res := &tool.Result{Content: []tool.Content{{Type: tool.TextContent, Text: "<b>&"}, {Type: tool.ImageContent, Data: []byte{1, 2}, MIMEType: "image/png"}},
-		IsError: true, Stage: tool.Verification, Evidence: map[string]any{"k": "v"}}
+		IsError: true, Stage: tool.Verification, Evidence: tool.Evidence{"k": "v"}}
 	w, err := result.Decode(result.EncodeOutput(res))
 	if err != nil {
 		t.Fatal(err)

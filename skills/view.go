@@ -314,7 +314,7 @@ func viewFile(ctx context.Context, s Skill, in viewInput) (*tool.Result, error) 
 	head, _ := br.Peek(binarySniff)
 	if isBinary(head) {
 		return tool.TextWith(fmt.Sprintf("%s in skill %s is a binary or non-UTF-8 file (%d bytes); its content is not shown.",
-			rel, s.Name, fi.Size()), map[string]any{"skill": s.Name, "file": rel, "bytes": fi.Size(), "binary": true}), nil
+			rel, s.Name, fi.Size()), tool.Evidence{"skill": s.Name, "file": rel, "bytes": fi.Size(), "binary": true}), nil
 	}
 	w, err := window(br, in.Offset, in.Limit)
 	if err != nil {
@@ -368,8 +368,8 @@ func (w view) note(what, input string) string {
 	return s + "]\n"
 }
 
-func (w view) evidence(skill, file string) map[string]any {
-	ev := map[string]any{"skill": skill, "first_line": w.first, "last_line": w.last, "truncated": w.truncated}
+func (w view) evidence(skill, file string) tool.Evidence {
+	ev := tool.Evidence{"skill": skill, "first_line": w.first, "last_line": w.last, "truncated": w.truncated}
 	if file != "" {
 		ev["file"] = file
 	}

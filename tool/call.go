@@ -82,9 +82,10 @@ type Result struct {
 	IsError bool
 	Stage   Stage
 	// Evidence is machine-readable proof of the effect (bytes written and
-	// a read-back hash, exit code, replacements made, truncation counts).
-	// Keys are snake_case; values are JSON-encodable.
-	Evidence map[string]any
+	// a read-back hash, exit code, replacements made, truncation counts,
+	// the Verification stage's outcome). Keys are snake_case
+	// ([EvidenceKey]); values are JSON-encodable.
+	Evidence Evidence
 }
 
 // Text returns a successful result with one text block.
@@ -93,7 +94,7 @@ func Text(s string) *Result {
 }
 
 // TextWith returns a successful text result carrying evidence.
-func TextWith(s string, evidence map[string]any) *Result {
+func TextWith(s string, evidence Evidence) *Result {
 	r := Text(s)
 	r.Evidence = evidence
 	return r

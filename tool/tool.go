@@ -86,6 +86,16 @@ type Spec struct {
 	// cost more than the tools that are used. Default false: Define
 	// compiles.
 	CompileOnUse bool
+	// Verify is the tool's check of its own effect, run by the
+	// Verification stage on every successful result (package pipeline):
+	// write_file compares the read-back hash with the content sent,
+	// execute its exit code with its header. nil: the tool declares no
+	// check, and its results pass the stage unverified.
+	Verify VerifyFunc
+	// OutputFile says where the tool keeps the whole raw output of one
+	// call while it runs (execute's full output file), for view_tool_call
+	// to read a call that has no result yet. nil: none.
+	OutputFile OutputFileFunc
 }
 
 // Tool is a defined tool: a name, a description, a compiled input schema and
@@ -96,6 +106,8 @@ type Tool struct {
 	raw         json.RawMessage
 	annotations *Annotations
 	handler     Handler
+	verify      VerifyFunc
+	outputFile  OutputFileFunc
 
 	once      sync.Once
 	compiled  atomic.Bool
@@ -131,6 +143,8 @@ func Define(spec Spec) (*Tool, error) {
 		raw:         append(json.RawMessage(nil), raw...),
 		annotations: spec.Annotations,
 		handler:     spec.Handler,
+		verify:      spec.Verify,
+		outputFile:  spec.OutputFile,
 	}
 	if spec.CompileOnUse {
 		if len(raw) == 0 || raw[0] != '{' {
@@ -392,15 +406,8 @@ func (t *Tool) Call(ctx context.Context, call *Call) (res *Result) {
 	if call.Name == "" {
 		call.Name = t.name
 	}
-	if err := t.Compile(); err != nil {
-		return ErrorResult(unusable(err), t.name)
-	}
-	input, perr := decodeInput(call.Input)
-	if perr == nil {
-		perr = t.validate(input)
-	}
-	if perr != nil {
-		return ErrorResult(perr, t.name)
+	if err := t.Validate(call.Input); err != nil {
+		return ErrorResult(err, t.name)
 	}
 	if len(bytes.TrimSpace(call.Input)) == 0 {
 		call.Input = json.RawMessage("{}")
@@ -423,6 +430,27 @@ func (t *Tool) Call(ctx context.Context, call *Call) (res *Result) {
 		out = &Result{}
 	}
 	return out
+}
+
+// Validate checks input as [Tool.Call] does before its handler runs: one
+// JSON object (empty input counts as {}) that satisfies the input schema.
+// It returns nil, a Parameters-stage *Error naming each field at fault
+// and what was expected, or, for a tool whose schema did not compile at
+// its first use, the Discovery-stage *Error saying the tool cannot be
+// used. The pipeline's Parameters stage calls it before Authorization, so
+// nobody is asked to approve a call that cannot run.
+func (t *Tool) Validate(input json.RawMessage) error {
+	if err := t.Compile(); err != nil {
+		return unusable(err)
+	}
+	in, perr := decodeInput(input)
+	if perr == nil {
+		perr = t.validate(in)
+	}
+	if perr != nil {
+		return perr
+	}
+	return nil
 }
 
 // unusable is the Discovery-stage error of a call to a tool whose input

@@ -111,12 +111,12 @@ func writeResultJSON(w io.Writer, call *tool.Call, res *tool.Result) error {
 		MIMEType string `json:"mimeType,omitempty"`
 	}
 	out := struct {
-		ToolCallID string         `json:"toolCallId"`
-		Tool       string         `json:"tool"`
-		IsError    bool           `json:"isError"`
-		Stage      string         `json:"stage,omitempty"`
-		Content    []content      `json:"content"`
-		Evidence   map[string]any `json:"evidence,omitempty"`
+		ToolCallID string        `json:"toolCallId"`
+		Tool       string        `json:"tool"`
+		IsError    bool          `json:"isError"`
+		Stage      string        `json:"stage,omitempty"`
+		Content    []content     `json:"content"`
+		Evidence   tool.Evidence `json:"evidence,omitempty"`
 	}{ToolCallID: call.ID, Tool: call.Name, IsError: res.IsError, Stage: string(res.Stage), Evidence: res.Evidence, Content: []content{}}
 	for _, c := range res.Content {
 		out.Content = append(out.Content, content{Type: string(c.Type), Text: c.Text, Data: c.Data, MIMEType: c.MIMEType})
