@@ -13,6 +13,7 @@ import (
 	"github.com/aibuddy/aibuddy/capability"
 	"github.com/aibuddy/aibuddy/coretools"
 	"github.com/aibuddy/aibuddy/mcpserver"
+	"github.com/aibuddy/aibuddy/pipeline"
 	"github.com/aibuddy/aibuddy/registry"
 	"github.com/aibuddy/aibuddy/sandbox/localsandbox"
 )
@@ -44,7 +45,7 @@ func TestConfirmThroughElicitation(t *testing.T) {
 			}}
 		}
 		st, ct := mcp.NewInMemoryTransports()
-		srv := mcpserver.New(set, &mcpserver.Options{Policy: policy, Confirmer: mcpserver.ElicitConfirmer{}})
+		srv := mcpserver.New(set, &mcpserver.Options{Pipeline: pipeline.New(&pipeline.Options{Policy: policy, Confirmer: mcpserver.ElicitConfirmer{}})})
 		if _, err := srv.Connect(context.Background(), st, nil); err != nil {
 			t.Fatal(err)
 		}
@@ -142,7 +143,7 @@ func TestRefusalsAreOneMessage(t *testing.T) {
 			}}
 		}
 		st, ct := mcp.NewInMemoryTransports()
-		srv := mcpserver.New(set, &mcpserver.Options{Policy: approval.DefaultPolicy(), Confirmer: mcpserver.ElicitConfirmer{}})
+		srv := mcpserver.New(set, &mcpserver.Options{Pipeline: pipeline.New(&pipeline.Options{Policy: approval.DefaultPolicy(), Confirmer: mcpserver.ElicitConfirmer{}})})
 		if _, err := srv.Connect(context.Background(), st, nil); err != nil {
 			t.Fatal(err)
 		}

@@ -1,10 +1,13 @@
 // Package mcpserver serves a run's effective tool set to any MCP host
 // (Claude Code, Claude Desktop, Cursor, Codex, the MCP Inspector) with the
-// official MCP Go SDK. tools/list returns exactly the capability.Set; every
-// tools/call goes through the same pipeline as any other call (schema check,
-// handler, group hooks), and a tool failure is a result with isError set
-// whose text names the stage and the next step, while protocol faults stay
-// JSON-RPC errors.
+// official MCP Go SDK. tools/list returns the run's active tools; every
+// tools/call goes through the same pipeline as a call of aibuddy run or
+// aibuddy call (package pipeline, Options.Pipeline: record, Discovery over
+// the gateway's run, Parameters, Authorization, Execution, Verification,
+// projection, compaction), and a tool failure is a result with isError set
+// whose text names the stage and the next step, with the stage and the
+// evidence (the Verification outcome included) in _meta, while protocol
+// faults stay JSON-RPC errors.
 //
 // While a call runs, its transient events (output chunks, heartbeats) reach
 // the client as notifications/progress when the request carried a

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -15,9 +16,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/aibuddy/aibuddy/approval"
 	"github.com/aibuddy/aibuddy/capability"
 	"github.com/aibuddy/aibuddy/discovery"
+	"github.com/aibuddy/aibuddy/pipeline"
 	"github.com/aibuddy/aibuddy/tool"
 )
 
@@ -42,13 +43,17 @@ type Options struct {
 	// Discovery sets the count gates and tool_search bounds; nil means the
 	// seed's defaults (10 tools per server, 30 in all).
 	Discovery *discovery.Options
-	// Policy says which calls need a person's approval (approval.Policy:
-	// tools, MCP destructive annotations, execute command patterns, paths
-	// denied to the file tools); nil confirms nothing. Confirmer asks the
-	// person; nil refuses every action the policy marks, at the
-	// Authorization stage. ElicitConfirmer asks through the MCP host.
-	Policy    *approval.Policy
-	Confirmer approval.Confirmer
+	// Pipeline is the chain every call goes through (pipeline.New: the
+	// record, Discovery through this gateway's run, Parameters,
+	// Authorization with its policy and confirmer — ElicitConfirmer asks
+	// through the MCP host —, Execution, Verification, projection,
+	// compaction), the same one aibuddy run and aibuddy call use.
+	// Default pipeline.New(nil): no record, no policy, every declared
+	// verification.
+	Pipeline *pipeline.Pipeline
+	// TaskID is the task the gateway's calls are recorded under (one MCP
+	// session is one task). Default "mcp-" and the time in base 36.
+	TaskID string
 	// ServerStatus, when set, says how an upstream MCP server stands now:
 	// connected, or not and why as "<state>: <reason>" ("disconnected:
 	// connection closed by the server"). The gateway asks it about a call
@@ -61,10 +66,11 @@ type Options struct {
 	// whose server has none as "MCP server S is not connected or offers no
 	// tools now".
 	ServerStatus func(server string) (connected bool, why string)
-	// Wrap, when set, is middleware around every call (the call records:
-	// result.Recorder.Call fits with a task id bound): it receives the call
-	// and the gateway's own dispatch as next.
-	Wrap func(ctx context.Context, call *tool.Call, next func(context.Context, *tool.Call) *tool.Result) *tool.Result
+	// Wrap, when set, is the host's middleware around every call, outside
+	// the whole pipeline (before its record opens, after it closes):
+	// aibuddy mcp counts calls in flight there and cancels them when it
+	// stops.
+	Wrap pipeline.Middleware
 }
 
 // Meta keys aibuddy sets on a CallToolResult's _meta.
@@ -95,6 +101,8 @@ func New(set *capability.Set, opts *Options) *mcp.Server {
 type Gateway struct {
 	srv  *mcp.Server
 	opts Options
+
+	handle pipeline.Handler // the gateway's entry into the pipeline, Wrap included
 
 	mu        sync.Mutex
 	set       *capability.Set
@@ -131,8 +139,18 @@ func NewGateway(set *capability.Set, opts *Options) *Gateway {
 	if o.ProgressInterval == 0 {
 		o.ProgressInterval = 250 * time.Millisecond
 	}
+	if o.Pipeline == nil {
+		o.Pipeline = pipeline.New(nil)
+	}
+	if o.TaskID == "" {
+		o.TaskID = "mcp-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	}
 	g := &Gateway{opts: o, listed: map[string]bool{}, served: map[string]string{}, prefixes: map[string]string{}}
 	g.proxy = g.callTool()
+	g.handle = o.Pipeline.Handler(pipeline.Run{TaskID: o.TaskID, Tools: g.tools})
+	if o.Wrap != nil {
+		g.handle = o.Wrap(g.handle)
+	}
 	g.srv = mcp.NewServer(&mcp.Implementation{Name: o.Name, Version: o.Version},
 		&mcp.ServerOptions{Instructions: o.Instructions, Logger: o.Logger,
 			Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}}})
@@ -309,33 +327,45 @@ func (g *Gateway) syncLocked() {
 	}
 }
 
-// dispatch runs a call through the current run (which answers tool_search
-// itself and refuses inactive tools) and the set.
-func (g *Gateway) dispatch(ctx context.Context, call *tool.Call) *tool.Result {
-	if g.opts.Wrap != nil {
-		return g.opts.Wrap(ctx, call, g.dispatchRun)
-	}
-	return g.dispatchRun(ctx, call)
-}
-
-func (g *Gateway) dispatchRun(ctx context.Context, call *tool.Call) *tool.Result {
+// tools is the pipeline's view of the gateway for one call: the current
+// set, and the Discovery stage over the current run, which unwraps
+// call_tool first.
+func (g *Gateway) tools() (*capability.Set, pipeline.Dispatcher) {
 	g.mu.Lock()
 	run, set := g.run, g.set
 	g.mu.Unlock()
-	if call.Name == CallToolName {
-		return g.proxy.Call(ctx, call)
-	}
-	return run.Dispatch(ctx, call, g.execute(set))
+	return set, pipeline.DispatcherFunc(func(ctx context.Context, call *tool.Call, next func(context.Context, *tool.Call) *tool.Result) *tool.Result {
+		if call.Name == CallToolName {
+			inner, err := g.unwrap(call)
+			if err != nil {
+				return tool.ErrorResult(err, CallToolName)
+			}
+			call = inner
+		}
+		return run.Dispatch(ctx, call, next)
+	})
 }
 
-// execute is the execution plane behind discovery: the confirm gate
-// (when a policy is set), then the set's Call.
-func (g *Gateway) execute(set *capability.Set) func(context.Context, *tool.Call) *tool.Result {
-	if g.opts.Policy == nil {
-		return set.Call
+// unwrap turns a call_tool call into the call of the tool it names (same
+// toolCallId and events), after checking call_tool's own input. The rest
+// of the pipeline (Discovery on, Verification included) then runs on the
+// named tool; the record stays the call_tool call's.
+func (g *Gateway) unwrap(c *tool.Call) (*tool.Call, error) {
+	if err := g.proxy.Validate(c.Input); err != nil {
+		return nil, err
 	}
-	gate := &approval.Gate{Policy: g.opts.Policy, Confirmer: g.opts.Confirmer, Lookup: set.Lookup}
-	return gate.Wrap(set.Call)
+	in, err := tool.Decode[struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	}](c)
+	if err != nil {
+		return nil, err
+	}
+	if in.Name == CallToolName {
+		return nil, tool.Errorf(tool.Parameters, "call_tool cannot call itself").
+			WithHint("call the tool you want by its own name in call_tool's name field")
+	}
+	return &tool.Call{ID: c.ID, ProviderID: c.ProviderID, Name: in.Name, Input: in.Arguments, Events: c.Events}, nil
 }
 
 const callToolSchema = `{"type":"object","properties":{
@@ -343,7 +373,9 @@ const callToolSchema = `{"type":"object","properties":{
   "arguments":{"type":"object","description":"The tool's arguments, matching its input schema."}},
  "required":["name"],"additionalProperties":false}`
 
-// callTool is the proxy that calls an active tool by name.
+// callTool is the proxy that calls an active tool by name. The gateway's
+// Discovery stage unwraps its calls (unwrap), so its handler runs only
+// when the tool is called outside the gateway, and says so.
 func (g *Gateway) callTool() *tool.Tool {
 	return tool.MustDefine(tool.Spec{
 		Name: CallToolName,
@@ -351,21 +383,8 @@ func (g *Gateway) callTool() *tool.Tool {
 			"when that tool does not appear in your tool list yet.",
 		InputSchema: json.RawMessage(callToolSchema),
 		Handler: func(ctx context.Context, c *tool.Call) (*tool.Result, error) {
-			in, err := tool.Decode[struct {
-				Name      string          `json:"name"`
-				Arguments json.RawMessage `json:"arguments"`
-			}](c)
-			if err != nil {
-				return nil, err
-			}
-			if in.Name == CallToolName {
-				return nil, tool.Errorf(tool.Parameters, "call_tool cannot call itself")
-			}
-			inner := &tool.Call{ID: c.ID, Name: in.Name, Input: in.Arguments, Events: c.Events}
-			g.mu.Lock()
-			run, set := g.run, g.set
-			g.mu.Unlock()
-			return run.Dispatch(ctx, inner, g.execute(set)), nil
+			return nil, tool.Errorf(tool.Discovery, "call_tool is answered by the MCP gateway that lists it, not called on its own").
+				WithHint("call it through the gateway's tools/call")
 		},
 	})
 }
@@ -389,7 +408,7 @@ func (g *Gateway) handler(name string) mcp.ToolHandler {
 			call.Events = p.send
 		}
 		cctx, st := withSession(ctx, req.Session, req.Params.InputResponses)
-		res := g.dispatch(cctx, call)
+		res := g.handle(cctx, call)
 		if p != nil {
 			p.flush()
 		}

@@ -8,7 +8,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/aibuddy/aibuddy/approval"
 	"github.com/aibuddy/aibuddy/discovery"
+	"github.com/aibuddy/aibuddy/pipeline"
 	"github.com/aibuddy/aibuddy/tool"
 )
 
@@ -60,12 +62,13 @@ failure's stage is printed with the error.`,
 			// One call is one run. Naming a tool on the command line is a
 			// person's explicit choice, like tool_search's select:, so a
 			// deferred tool is activated for it; a name outside the set is
-			// still a Discovery-stage error.
+			// still a Discovery-stage error. The call goes through the
+			// same pipeline as one from an MCP host or a model.
 			cat := discovery.NewCatalogWith(discovery.EntriesOf(r.set), r.discovery)
 			dr := cat.NewRun()
 			dr.Activate(call.Name)
-			res := r.recorder.Call(cmd.Context(), newTaskID("cli"), call,
-				func(ctx context.Context, c *tool.Call) *tool.Result { return dr.Dispatch(ctx, c, r.set.Call) })
+			p := r.pipeline(callerConfirms)
+			res := p.Handler(pipeline.Run{TaskID: newTaskID("cli"), Tools: pipeline.Fixed(r.set, dr)})(cmd.Context(), call)
 			if asJSON {
 				if err := writeResultJSON(cmd.OutOrStdout(), call, res); err != nil {
 					return &exitError{code: ExitFailure, err: err}
@@ -84,6 +87,15 @@ failure's stage is printed with the error.`,
 	cmd.Flags().BoolVar(&stream, "stream", false, "copy live command output to stderr while the call runs")
 	return cmd
 }
+
+// callerConfirms is the confirmer of aibuddy call: the person at the
+// shell who typed the call is the one who would be asked, so an action
+// the policy puts to a person is approved, and its exchange recorded as
+// such. A call the policy denies (a path denied to the file tools) is
+// still refused at the Authorization stage.
+var callerConfirms = approval.ConfirmerFunc(func(context.Context, approval.Action) (approval.Decision, error) {
+	return approval.Decision{Approved: true, Note: "approved by running aibuddy call"}, nil
+})
 
 func writeResultText(cmd *cobra.Command, res *tool.Result) {
 	w := cmd.OutOrStdout()

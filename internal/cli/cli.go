@@ -25,8 +25,8 @@ import (
 	"github.com/aibuddy/aibuddy/coretools"
 	"github.com/aibuddy/aibuddy/discovery"
 	"github.com/aibuddy/aibuddy/mcpclient"
+	"github.com/aibuddy/aibuddy/pipeline"
 	"github.com/aibuddy/aibuddy/registry"
-	"github.com/aibuddy/aibuddy/result"
 	"github.com/aibuddy/aibuddy/sandbox"
 	"github.com/aibuddy/aibuddy/sandbox/localsandbox"
 	"github.com/aibuddy/aibuddy/sandbox/sandboxes"
@@ -183,16 +183,21 @@ runs single tool calls, and explains the effective tool set of a run.`,
 
 // run is everything one run needs, resolved from flags and settings.
 type run struct {
-	cfg        *config.Config
-	workspace  string
-	dataDir    string
-	sandbox    sandbox.Sandbox
-	registry   *registry.Registry
-	mcp        *mcpclient.Manager // nil without MCP servers
-	skills     *skills.Catalog
-	store      store.Store        // the call records (dataDir/records.db)
-	recorder   *result.Recorder   // records every call before its result is handed back
-	compactor  *compact.Compactor // background precompaction of large results
+	cfg       *config.Config
+	workspace string
+	dataDir   string
+	sandbox   sandbox.Sandbox
+	registry  *registry.Registry
+	mcp       *mcpclient.Manager // nil without MCP servers
+	skills    *skills.Catalog
+	store     store.Store        // the call records (dataDir/records.db)
+	compactor *compact.Compactor // background precompaction of large results
+	// life is the command's context: background compaction runs under
+	// it, so it outlives each call's reply and stops with the command.
+	life context.Context
+	// precompact says whether finished records go to the compactor
+	// (false for aibuddy call unless compaction.oneShotCalls).
+	precompact bool
 	set        *capability.Set
 	exclusions []capability.Exclusion
 	logger     *slog.Logger
@@ -214,6 +219,23 @@ func (r *run) close() {
 	if r.sandbox != nil {
 		_ = r.sandbox.Close()
 	}
+}
+
+// pipeline is the one chain of stages every call of this command goes
+// through (package pipeline; the same for aibuddy mcp, run and call),
+// built from the settings: the call records in records.db, background
+// compaction of large results (not for aibuddy call unless
+// compaction.oneShotCalls), the model's bound limits.resultMaxChars, and
+// the approval settings' policy (Policy; none when approval.off). confirm
+// asks a person the way this command can; nil refuses every action the
+// policy puts to a person, at the Authorization stage.
+func (r *run) pipeline(confirm approval.Confirmer) *pipeline.Pipeline {
+	o := &pipeline.Options{Store: r.store, Background: r.life, MaxModelChars: r.cfg.Limits.ResultMaxChars,
+		Policy: Policy(r.cfg), Confirmer: confirm, Logger: r.logger}
+	if r.precompact && r.compactor != nil {
+		o.Compactor = r.compactor
+	}
+	return pipeline.New(o)
 }
 
 // resolve sets up a run: settings, workspace, sandbox, skills, registry
@@ -311,11 +333,8 @@ func (c *common) resolve(ctx context.Context, o *Options) (*run, error) {
 		r.close()
 		return nil, &exitError{code: ExitFailure, err: err}
 	}
-	ropts := &result.Options{Logger: r.logger, Background: ctx, MaxModelChars: r.cfg.Limits.ResultMaxChars}
-	if !c.oneShot || cc.OneShotCalls {
-		ropts.Compactor = r.compactor
-	}
-	r.recorder = result.New(st, ropts)
+	r.life = ctx
+	r.precompact = !c.oneShot || cc.OneShotCalls
 	d := r.cfg.Discovery
 	r.discovery = &discovery.Options{Gates: discovery.Gates{PerServer: d.PerServer, Total: d.Total},
 		DefaultResults: d.SearchResults, MaxResults: d.SearchMax}

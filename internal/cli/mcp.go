@@ -21,6 +21,7 @@ import (
 	"github.com/aibuddy/aibuddy/approval"
 	"github.com/aibuddy/aibuddy/mcpclient"
 	"github.com/aibuddy/aibuddy/mcpserver"
+	"github.com/aibuddy/aibuddy/pipeline"
 	"github.com/aibuddy/aibuddy/tool"
 )
 
@@ -60,10 +61,11 @@ fresh run (tool state) per MCP session.`,
 				return err
 			}
 			defer r.close()
-			// High-impact actions are put to the user through the host
-			// (elicitation), or refused when it cannot ask.
+			// Every session's calls go through one pipeline; high-impact
+			// actions are put to the user through the host (elicitation),
+			// or refused when it cannot ask.
 			opts := &mcpserver.Options{Version: Version, Logger: r.logger, Discovery: r.discovery,
-				Policy: Policy(r.cfg), Confirmer: mcpserver.ElicitConfirmer{}, ServerStatus: r.serverStatus}
+				Pipeline: r.pipeline(mcpserver.ElicitConfirmer{}), ServerStatus: r.serverStatus}
 			gw := &gateways{r: r, opts: opts, life: ctx}
 			// On SIGTERM/SIGINT (ctx done) every call in flight is
 			// cancelled (execute stops its process group) and waited for,
@@ -138,19 +140,22 @@ func (g *gateways) add() *mcpserver.Gateway {
 	}
 	// Each session is one task in the call records.
 	opts := *g.opts
-	task := newTaskID("mcp")
-	rec := g.r.recorder
+	opts.TaskID = newTaskID("mcp")
 	life := g.life
 	if life == nil {
 		life = context.Background()
 	}
-	opts.Wrap = func(ctx context.Context, call *tool.Call, next func(context.Context, *tool.Call) *tool.Result) *tool.Result {
-		g.inflight.Add(1)
-		defer g.inflight.Done()
-		ctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		defer context.AfterFunc(life, cancel)()
-		return rec.Call(ctx, task, call, next)
+	// Around the whole pipeline: every call is counted in flight and
+	// cancelled when the command stops.
+	opts.Wrap = func(next pipeline.Handler) pipeline.Handler {
+		return func(ctx context.Context, call *tool.Call) *tool.Result {
+			g.inflight.Add(1)
+			defer g.inflight.Done()
+			ctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			defer context.AfterFunc(life, cancel)()
+			return next(ctx, call)
+		}
 	}
 	gw := mcpserver.NewGateway(g.r.set, &opts)
 	g.all = append(g.all, gw)

@@ -16,7 +16,6 @@ import (
 	"github.com/aibuddy/aibuddy/agent"
 	"github.com/aibuddy/aibuddy/approval"
 	"github.com/aibuddy/aibuddy/capability"
-	"github.com/aibuddy/aibuddy/config"
 	"github.com/aibuddy/aibuddy/provider"
 	"github.com/aibuddy/aibuddy/provider/anthropicmodel"
 	"github.com/aibuddy/aibuddy/provider/chatmodel"
@@ -152,17 +151,15 @@ endpoint, "off" closes it.`,
 				Set:       r.set,
 				Discovery: r.discovery,
 				MaxSteps:  maxSteps,
-				Confirmer: term,
-				Policy:    runPolicy(r.cfg),
-				// Records in the data folder (a stopped run keeps them);
-				// large results compacted in the background, recoverable
-				// with view_tool_call.
+				// The pipeline aibuddy mcp and call use too: records in
+				// the data folder (a stopped run keeps them), large
+				// results compacted in the background (view_tool_call
+				// recovers them), confirmations on the terminal.
+				Pipeline:         r.pipeline(term),
 				Store:            r.store,
-				Compactor:        r.compactor,
 				Logger:           r.logger,
 				ContextBudget:    r.cfg.Agent.ContextBudgetTokens,
 				ContextNoteCalls: r.cfg.Agent.ContextNoteCalls,
-				ResultMaxChars:   r.cfg.Limits.ResultMaxChars,
 			}
 			if r.mcp != nil {
 				current, cancel := liveSet(r)
@@ -293,13 +290,4 @@ func oneLine(s string, max int) string {
 		s = string(r[:max]) + "…"
 	}
 	return s
-}
-
-// runPolicy is the settings' approval policy; with approval off, a policy
-// that confirms nothing (agent.Options treats nil as the default policy).
-func runPolicy(cfg *config.Config) *approval.Policy {
-	if p := Policy(cfg); p != nil {
-		return p
-	}
-	return &approval.Policy{}
 }
