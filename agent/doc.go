@@ -15,8 +15,11 @@
 // presents the tools by the model's strategy
 // (activeTools: the active set; native: every tool with Deferred marks from
 // the same catalog decision), calls the model, and runs its tool calls
-// through discovery.Run.Dispatch, the confirm gate (approval.Gate), the
-// evidence check ([VerifyEvidence]) and capability.Set.Call. It stops when
+// through the pipeline aibuddy mcp and aibuddy call use too
+// (Options.Pipeline, package pipeline: record, Discovery over the run's
+// discovery state, Middleware, Parameters, the confirm gate, Execution,
+// Verification by each tool's declared check, projection, compaction). It
+// stops when
 // the model stops, at the step limit, or when the context is cancelled; a
 // cancelled run still gives every tool_use its tool_result (BH-051, case
 // file 7-pairing.md).

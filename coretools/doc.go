@@ -18,4 +18,12 @@
 // Failures are error results the model can act on, attributed to a stage
 // ([tool.Stage]) with a next step; see errors.go for the mapping of sandbox
 // errors to stages.
+//
+// The tools declare what the pipeline's stages need from them on their
+// tool.Spec (verify.go): write_file, edit_file and execute each declare the
+// check of their own effect that the Verification stage runs
+// (tool.Spec.Verify), and execute declares its full output file
+// (tool.Spec.OutputFile), which view_tool_call reads for a call that has
+// no result yet. Their evidence uses the shared keys of package tool
+// (tool.EvidenceSHA256, tool.EvidenceExitCode, ...).
 package coretools

@@ -13,7 +13,8 @@
 //     toolCallId, task id, timestamps, stage, outcome and an optional
 //     recovery pointer.
 //
-// [Recorder] is the middleware that keeps the record: it writes a
+// [Recorder] is the middleware that keeps the record (the record stage of
+// package pipeline, which every entry point shares): it writes a
 // "running" record when a call starts (a crash leaves a trace), writes the
 // final record durably before the result is handed back, then hands the
 // record to a [Compactor] that works in the background.

@@ -18,6 +18,14 @@
 // passes first (depth bound, top-level type, local references that
 // resolve, no reference cycle that never ends, keyword shapes).
 //
+// A tool declares what it needs from the stages of the pipeline (package
+// pipeline) on its [Spec], instead of being switched on its name
+// elsewhere: its schema (Parameters), the check of its own effect
+// ([Spec.Verify], run by the Verification stage), and the file it keeps
+// its whole output in ([Spec.OutputFile], read by view_tool_call). The
+// evidence a result carries is keyed by [EvidenceKey]; the keys more than
+// one package reads are constants here.
+//
 // A tool's failure is a [Result] with IsError set, a [Stage] and a next step
 // the model can act on; a Go error from this package means the plane itself
 // failed. Stages come from the seed (tools-and-execution.md, "A successful
