@@ -288,6 +288,8 @@ func parameters(next Handler) Handler {
 			if err := t.Validate(call.Input); err != nil {
 				return tool.ErrorResult(err, call.Name)
 			}
+			// Execution does not check the same bytes again.
+			ctx = t.Validated(ctx, call.Input)
 		}
 		return next(ctx, call)
 	}

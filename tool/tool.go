@@ -406,8 +406,10 @@ func (t *Tool) Call(ctx context.Context, call *Call) (res *Result) {
 	if call.Name == "" {
 		call.Name = t.name
 	}
-	if err := t.Validate(call.Input); err != nil {
-		return ErrorResult(err, t.name)
+	if !t.validatedIn(ctx, call.Input) {
+		if err := t.Validate(call.Input); err != nil {
+			return ErrorResult(err, t.name)
+		}
 	}
 	if len(bytes.TrimSpace(call.Input)) == 0 {
 		call.Input = json.RawMessage("{}")
@@ -451,6 +453,34 @@ func (t *Tool) Validate(input json.RawMessage) error {
 		return perr
 	}
 	return nil
+}
+
+// validatedKey is the context key of the input [Tool.Validated] marks.
+type validatedKey struct{}
+
+// validated is one input a tool's Validate accepted.
+type validated struct {
+	t     *Tool
+	input []byte
+}
+
+// Validated returns a copy of ctx recording that input passed t's
+// [Tool.Validate], so that [Tool.Call] on that context with the same input
+// (byte for byte) does not decode and check it a second time: the
+// pipeline's Parameters stage validates before Authorization, and the
+// check of a large input (a 10 MiB write_file content) costs about as
+// much as the write. Whether an input is valid depends on the tool's
+// schema and the bytes alone, so an input changed on the way (even
+// copied) is compared byte for byte and checked again when it differs.
+// Call it only with an input Validate returned nil for.
+func (t *Tool) Validated(ctx context.Context, input json.RawMessage) context.Context {
+	return context.WithValue(ctx, validatedKey{}, validated{t: t, input: input})
+}
+
+// validatedIn reports whether ctx records input as validated by t.
+func (t *Tool) validatedIn(ctx context.Context, input json.RawMessage) bool {
+	v, ok := ctx.Value(validatedKey{}).(validated)
+	return ok && v.t == t && bytes.Equal(v.input, input)
 }
 
 // unusable is the Discovery-stage error of a call to a tool whose input

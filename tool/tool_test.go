@@ -206,3 +206,34 @@ func TestNewCallIDIsUniqueAndPrefixed(t *testing.T) {
 		seen[id] = true
 	}
 }
+
+// An input the Parameters stage validated is not checked again by Call;
+// any other input, or the same on another tool, is.
+func TestValidatedSkipsOnlyTheSameInput(t *testing.T) {
+	runs := 0
+	tl := tool.MustDefine(tool.Spec{Name: "t", InputSchema: json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}`),
+		Handler: func(ctx context.Context, call *tool.Call) (*tool.Result, error) { runs++; return tool.Text("ran"), nil }})
+	good := json.RawMessage(`{"n":1}`)
+	if err := tl.Validate(good); err != nil {
+		t.Fatal(err)
+	}
+	ctx := tl.Validated(context.Background(), good)
+	if res := tl.Call(ctx, &tool.Call{Input: append(json.RawMessage(nil), good...)}); res.IsError || runs != 1 {
+		t.Fatalf("%s", res.AllText())
+	}
+	// Other bytes on the same context are checked (and refused here).
+	if res := tl.Call(ctx, &tool.Call{Input: json.RawMessage(`{"n":"x"}`)}); res.Stage != tool.Parameters || runs != 1 {
+		t.Fatalf("a changed input was not checked: %s", res.AllText())
+	}
+	// The mark is what skips the check: an input marked without having
+	// passed Validate (what Validated's doc forbids) is not checked.
+	marked := json.RawMessage(`{"n":"y"}`)
+	if res := tl.Call(tl.Validated(context.Background(), marked), &tool.Call{Input: marked}); res.IsError || runs != 2 {
+		t.Fatalf("the marked input was checked again: %s", res.AllText())
+	}
+	other := tool.MustDefine(tool.Spec{Name: "o", InputSchema: json.RawMessage(`{"type":"object","properties":{"n":{"type":"string"}}}`),
+		Handler: func(ctx context.Context, call *tool.Call) (*tool.Result, error) { return tool.Text("ran"), nil }})
+	if res := other.Call(ctx, &tool.Call{Input: good}); res.Stage != tool.Parameters {
+		t.Fatalf("another tool's mark let an invalid input through: %s", res.AllText())
+	}
+}

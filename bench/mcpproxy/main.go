@@ -46,6 +46,7 @@ import (
 	"github.com/aibuddy/aibuddy/config"
 	"github.com/aibuddy/aibuddy/internal/cli"
 	"github.com/aibuddy/aibuddy/mcpserver"
+	"github.com/aibuddy/aibuddy/pipeline"
 	"github.com/aibuddy/aibuddy/sandbox/localsandbox"
 	"github.com/aibuddy/aibuddy/skills"
 )
@@ -432,7 +433,7 @@ func serve(what string) error {
 		}
 		// The same approval policy as aibuddy mcp's default: the gate
 		// runs on both sides.
-		return mcpserver.New(set, &mcpserver.Options{Policy: cli.Policy(cfg)}).Run(ctx, &mcp.StdioTransport{})
+		return mcpserver.New(set, &mcpserver.Options{Pipeline: pipeline.New(&pipeline.Options{Policy: cli.Policy(cfg)})}).Run(ctx, &mcp.StdioTransport{})
 	}
 	return errors.New(envServe + ": want echo or builtin:<workspace>")
 }
