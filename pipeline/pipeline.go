@@ -328,7 +328,8 @@ func (p *Pipeline) authorization(run Run) Middleware {
 func execution(ctx context.Context, call *tool.Call) *tool.Result {
 	st := stateOf(ctx)
 	if st.set == nil {
-		return tool.ErrorResult(tool.Errorf(tool.Discovery, "this run has no tool set, so the call was not executed"), call.Name)
+		return tool.ErrorResult(tool.Errorf(tool.Discovery, "this run has no tool set, so the call was not executed").
+			WithHint("the host must resolve the run's tools before calling them"), call.Name)
 	}
 	return st.set.Call(ctx, call)
 }
