@@ -86,6 +86,10 @@ type Spec struct {
 	// cost more than the tools that are used. Default false: Define
 	// compiles.
 	CompileOnUse bool
+	// Access, when set, says what a call reaches (its approval target: a
+	// kind of access, paths, a command, a URL); see [Access]. nil: the
+	// tool is matched by name and annotations only.
+	Access AccessFunc
 }
 
 // Tool is a defined tool: a name, a description, a compiled input schema and
@@ -96,6 +100,7 @@ type Tool struct {
 	raw         json.RawMessage
 	annotations *Annotations
 	handler     Handler
+	access      AccessFunc
 
 	once      sync.Once
 	compiled  atomic.Bool
@@ -131,6 +136,7 @@ func Define(spec Spec) (*Tool, error) {
 		raw:         append(json.RawMessage(nil), raw...),
 		annotations: spec.Annotations,
 		handler:     spec.Handler,
+		access:      spec.Access,
 	}
 	if spec.CompileOnUse {
 		if len(raw) == 0 || raw[0] != '{' {
