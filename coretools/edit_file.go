@@ -70,6 +70,7 @@ func (f *fsTools) editFileTool() *tool.Tool {
 		InputSchema: []byte(fmt.Sprintf(editSchema, maxBatchEdits)),
 		Annotations: fsDestructive("Edit file"),
 		Handler:     fsShownPaths(f.editFile),
+		Access:      tool.PathAccess(tool.AccessEdit, "path"),
 	})
 }
 

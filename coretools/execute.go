@@ -215,6 +215,7 @@ func Execute(sb sandbox.Sandbox, opts *ExecuteOptions) *tool.Tool {
 		InputSchema: []byte(fmt.Sprintf(executeSchema, e.opts.DefaultTimeout.Milliseconds(), e.opts.MaxTimeout.Milliseconds())),
 		Annotations: &tool.Annotations{Title: "Run a shell command", DestructiveHint: &t, OpenWorldHint: &t},
 		Handler:     e.call,
+		Access:      executeAccess,
 	})
 }
 
@@ -624,4 +625,19 @@ func exShellQuote(p string) string {
 		return p
 	}
 	return "'" + strings.ReplaceAll(p, "'", `'\''`) + "'"
+}
+
+// executeAccess is the approval target of an execute call: the command
+// line and its working folder (tool.Access kind "Bash").
+func executeAccess(input json.RawMessage) (tool.Access, error) {
+	var in struct {
+		Command string `json:"command"`
+		Workdir string `json:"workdir"`
+	}
+	if len(input) > 0 {
+		if err := json.Unmarshal(input, &in); err != nil {
+			return tool.Access{}, err
+		}
+	}
+	return tool.Access{Kind: tool.AccessBash, Command: in.Command, Workdir: in.Workdir}, nil
 }

@@ -31,6 +31,7 @@ func (f *fsTools) writeFileTool() *tool.Tool {
 		InputSchema: []byte(writeSchema),
 		Annotations: fsDestructive("Write file"),
 		Handler:     fsShownPaths(f.writeFile),
+		Access:      tool.PathAccess(tool.AccessEdit, "path"),
 	})
 }
 

@@ -40,6 +40,9 @@ type Settings struct {
 	// as inside it for reads, edits and read-only commands (relative to
 	// the settings file's folder).
 	AdditionalDirectories []string `json:"additionalDirectories,omitempty"`
+	// DisableBypassPermissionsMode "disable" refuses defaultMode
+	// bypassPermissions (Claude Code's managed-settings key).
+	DisableBypassPermissionsMode string `json:"disableBypassPermissionsMode,omitempty"`
 }
 
 // Options builds an Engine: the permissions block and today's approval
@@ -118,6 +121,10 @@ func New(o Options) (*Engine, error) {
 	if s := o.Settings; s != nil {
 		e.mode = s.DefaultMode
 		if e.mode == "" {
+			e.mode = ModeDefault
+		}
+		if e.mode == ModeBypass && s.DisableBypassPermissionsMode == "disable" {
+			errs = append(errs, fmt.Errorf(`permissions.defaultMode "bypassPermissions" is disabled by permissions.disableBypassPermissionsMode "disable"`))
 			e.mode = ModeDefault
 		}
 		switch e.mode {
@@ -629,4 +636,26 @@ func (e *Engine) decideTool(req Request, t *tally, wholeAllowed bool) {
 	}
 	t.open = append(t.open, openPart{kind: "mcp", what: fmt.Sprintf("the MCP tool %s of server %s", req.Tool, req.Server),
 		suggest: "mcp__" + req.Tool})
+}
+
+// Offered reports whether a tool is offered to the model at all
+// (capability plane), and if not why: a bare tool name in a deny rule
+// removes the tool (Claude Code: "removes the tool from Claude's context
+// entirely"), and plan mode offers only tools whose access kind is Read or
+// whose annotations say readOnlyHint. server is the tool's MCP server (""
+// for a built-in tool).
+func (e *Engine) Offered(t *tool.Tool, server string) (bool, string) {
+	req := Request{Tool: t.Name(), Server: server, Access: tool.Access{Kind: t.AccessKind()}, Annotations: t.Annotations()}
+	for _, r := range e.rules {
+		if r.List == ListDeny && !r.hasSpec && r.hint == "" && e.nameMatches(r, req) {
+			return false, "denied as a whole by " + r.String()
+		}
+	}
+	if e.mode == ModePlan {
+		ro := req.Annotations != nil && req.Annotations.ReadOnlyHint
+		if req.Access.Kind != KindRead && !ro {
+			return false, `permissions.defaultMode "plan" offers only read-only tools (access kind Read or readOnlyHint)`
+		}
+	}
+	return true, ""
 }

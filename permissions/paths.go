@@ -173,27 +173,6 @@ func (r *PathRules) Match(p string, write bool) (rule string, ok bool) {
 	return "", false
 }
 
-// LegacyPaths compiles approval.deniedPaths entries (see the mapping in
-// the package documentation) over workspace, for reading and writing
-// alike. An entry that does not compile is reported as the error; the
-// others are kept.
-func LegacyPaths(patterns []string, workspace, home string) (*PathRules, error) {
-	pc := pathContext{workspace: cleanAbs(workspace), home: cleanAbs(home)}
-	r := &PathRules{workspace: pc.workspace}
-	var first error
-	for i, s := range patterns {
-		p, err := newLegacyPattern(s, pc)
-		if err != nil {
-			if first == nil {
-				first = fmt.Errorf("approval.deniedPaths[%d]: %w", i, err)
-			}
-			continue
-		}
-		r.rules = append(r.rules, pathRule{pat: p, name: fmt.Sprintf("approval.deniedPaths[%d] %q", i, s), read: true, edit: true})
-	}
-	return r, first
-}
-
 // absPath resolves p (relative to ws, or absolute) to a clean absolute
 // slash path.
 func absPath(ws, p string) string {

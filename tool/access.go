@@ -27,6 +27,14 @@ type Access struct {
 	URL string
 }
 
+// The kinds of access (Access.Kind), in the words of permission rules.
+const (
+	AccessRead     = "Read"
+	AccessEdit     = "Edit"
+	AccessBash     = "Bash"
+	AccessWebFetch = "WebFetch"
+)
+
 // AccessFunc derives a call's Access from its raw input. It must accept
 // any JSON object (fields it does not know are ignored; missing fields
 // give zero values) and return an error only for input that is not a JSON

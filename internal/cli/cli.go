@@ -198,6 +198,9 @@ type run struct {
 	logger     *slog.Logger
 	spec       capability.RunSpec
 	discovery  *discovery.Options
+	// policy is the run's approval policy (nil when approval.off): the
+	// permission engine over the sandbox's workspace.
+	policy *approval.Policy
 }
 
 func (r *run) close() {
@@ -266,6 +269,20 @@ func (c *common) resolve(ctx context.Context, o *Options) (*run, error) {
 	}
 	r.sandbox = sb
 	r.dataDir = dataDir(c.dataDir, r.cfg.DataDir, cfgDir)
+	if r.cfg.Dir == "" {
+		r.cfg.Dir = cfgDir
+	}
+	r.policy = PolicyFor(r.cfg, sb.Workspace())
+	if r.policy != nil {
+		eng, err := r.policy.Engine()
+		if err != nil {
+			r.close()
+			return nil, usageErr("refusing to start: settings: %v (security fails closed: fix or remove the rule)", err)
+		}
+		for _, n := range eng.Notes() {
+			fmt.Fprintf(o.Stderr, "aibuddy: permissions: %s\n", n)
+		}
+	}
 
 	var dirs []string
 	for _, d := range r.cfg.Skills {
@@ -324,6 +341,12 @@ func (c *common) resolve(ctx context.Context, o *Options) (*run, error) {
 		services[k] = v
 	}
 	r.spec = capability.RunSpec{ToolKeys: r.cfg.ToolKeys, Services: services, Sandbox: sb}
+	if r.policy != nil {
+		// The capability plane: a tool a bare deny rule names, and in
+		// plan mode every tool that is not read-only, is not offered.
+		eng, _ := r.policy.Engine()
+		r.spec.Offered = eng.Offered
+	}
 	if cat.Len() > 0 {
 		r.spec.Prerequisites = append(r.spec.Prerequisites, skills.Prerequisite)
 	}

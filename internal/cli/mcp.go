@@ -63,7 +63,7 @@ fresh run (tool state) per MCP session.`,
 			// High-impact actions are put to the user through the host
 			// (elicitation), or refused when it cannot ask.
 			opts := &mcpserver.Options{Version: Version, Logger: r.logger, Discovery: r.discovery,
-				Policy: Policy(r.cfg), Confirmer: mcpserver.ElicitConfirmer{}, ServerStatus: r.serverStatus}
+				Policy: r.policy, Confirmer: mcpserver.ElicitConfirmer{}, ServerStatus: r.serverStatus}
 			gw := &gateways{r: r, opts: opts, life: ctx}
 			// On SIGTERM/SIGINT (ctx done) every call in flight is
 			// cancelled (execute stops its process group) and waited for,

@@ -16,7 +16,6 @@ import (
 	"github.com/aibuddy/aibuddy/agent"
 	"github.com/aibuddy/aibuddy/approval"
 	"github.com/aibuddy/aibuddy/capability"
-	"github.com/aibuddy/aibuddy/config"
 	"github.com/aibuddy/aibuddy/provider"
 	"github.com/aibuddy/aibuddy/provider/anthropicmodel"
 	"github.com/aibuddy/aibuddy/provider/chatmodel"
@@ -153,7 +152,7 @@ endpoint, "off" closes it.`,
 				Discovery: r.discovery,
 				MaxSteps:  maxSteps,
 				Confirmer: term,
-				Policy:    runPolicy(r.cfg),
+				Policy:    runPolicy(r.policy),
 				// Records in the data folder (a stopped run keeps them);
 				// large results compacted in the background, recoverable
 				// with view_tool_call.
@@ -297,8 +296,8 @@ func oneLine(s string, max int) string {
 
 // runPolicy is the settings' approval policy; with approval off, a policy
 // that confirms nothing (agent.Options treats nil as the default policy).
-func runPolicy(cfg *config.Config) *approval.Policy {
-	if p := Policy(cfg); p != nil {
+func runPolicy(p *approval.Policy) *approval.Policy {
+	if p != nil {
 		return p
 	}
 	return &approval.Policy{}
