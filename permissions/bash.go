@@ -37,10 +37,6 @@ func (e *Engine) decideBash(req Request, t *tally, wholeAllowed bool) {
 		}
 		return
 	}
-	if len(a.Hidden) > 0 && safety {
-		t.add(Ask, "non-printing characters", fmt.Sprintf("the command holds non-printing characters (%s), shown escaped: %s",
-			strings.Join(a.Hidden, ", "), shown), "retype the command without them")
-	}
 	for _, r := range rules {
 		if r.re != nil && r.List == ListAsk && r.re.MatchString(src) {
 			t.add(Ask, r.String(), fmt.Sprintf("%s matches %s", shown, r), "remove "+r.String()+" (set approval.confirmCommands)")
@@ -67,6 +63,7 @@ func (e *Engine) decideBash(req Request, t *tally, wholeAllowed bool) {
 			case r.List == ListAllow && r.re == nil && c.Computed == "":
 				if c.allowedBy(r) {
 					allowed = true
+					t.add(Allow, r.String(), fmt.Sprintf("%s matches %s", text, r), "")
 				}
 			}
 		}
@@ -84,10 +81,15 @@ func (e *Engine) decideBash(req Request, t *tally, wholeAllowed bool) {
 		if !allowed {
 			if ok, why := e.autoApproved(c, a); ok {
 				allowed = true
+				t.add(Allow, ReadOnlyRule, fmt.Sprintf("%s is on the read-only list and names nothing outside the workspace", text), "")
 			} else {
 				t.open = append(t.open, openPart{kind: KindBash, what: fmt.Sprintf("%s (not auto-approved: %s)", text, why), suggest: suggestBash(c)})
 			}
 		}
+	}
+	if len(a.Hidden) > 0 && safety {
+		t.add(Ask, "non-printing characters", fmt.Sprintf("the command holds non-printing characters (%s), shown escaped: %s",
+			strings.Join(a.Hidden, ", "), shown), "retype the command without them")
 	}
 	e.pathWords(a, t, safety)
 	e.redirectWrites(req, a, t, wholeAllowed)
@@ -179,6 +181,9 @@ func suggestBash(c Command) string {
 	}
 	return "Bash(" + strings.Join(f, " ") + " *)"
 }
+
+// ReadOnlyRule names the default read-only list when it decides.
+const ReadOnlyRule = "the read-only command list (permissions.ReadOnlyPrograms)"
 
 var subcommandRE = regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
 

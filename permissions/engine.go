@@ -357,8 +357,8 @@ func (e *Engine) conclude(req Request, t *tally, allowedWhole string) Decision {
 	if len(t.open) == 0 {
 		d := Decision{Verdict: Allow, Rule: allowedWhole}
 		for _, f := range t.found {
-			if d.Rule == "" {
-				d.Rule = f.rule
+			if d.Rule == "" || d.Rule == ReadOnlyRule && f.rule != ReadOnlyRule {
+				d.Rule = f.rule // a rule that was written names the outcome before the built-in list
 			}
 			d.Reasons = append(d.Reasons, f.why)
 		}

@@ -77,7 +77,7 @@ func readOnly(c Command) (bool, string) {
 	}
 	if len(c.Wrappers) > 0 {
 		for _, w := range c.Wrappers {
-			if w == "sudo" || w == "doas" || w == "xargs" || strings.HasSuffix(w, " -c") || w == "eval" {
+			if w == "sudo" || w == "doas" || w == "xargs" {
 				return false, "it runs through " + w
 			}
 		}

@@ -2,6 +2,7 @@ package permissions
 
 import (
 	"fmt"
+	"net"
 	"net/url"
 	"regexp"
 	"strconv"
@@ -114,6 +115,9 @@ func parseRule(list List, source, text string, pc pathContext) (*Rule, error) {
 			return nil, fmt.Errorf("%s %q: WebFetch takes domain:HOST (WebFetch(domain:example.com))", source, text)
 		}
 		r.domain = strings.ToLower(d)
+		if h, _, err := net.SplitHostPort(r.domain); err == nil {
+			r.domain = h // a port is not part of the domain
+		}
 	default:
 		if strings.HasPrefix(name, "mcp__") {
 			return nil, fmt.Errorf("%s %q: an MCP tool rule takes no specifier (write mcp__server__tool)", source, text)

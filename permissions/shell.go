@@ -292,28 +292,21 @@ func nonPrinting(s string) string {
 
 // fields expands one word the way the shell would, without running
 // anything: braces, quotes, escapes, ANSI-C strings, ~, and $name for
-// names assigned a literal earlier in the line. why is non-empty when the
-// result depends on run time (the fields are then a best guess: the
-// literal parts).
+// names assigned a literal earlier in the line (expand.Fields, with no
+// globbing). why is non-empty when the result depends on run time (the
+// fields are then a best guess: the literal parts).
 func (w *walker) fields(wd *syntax.Word) (fields []string, why string) {
-	words := []*syntax.Word{wd}
 	if syntax.SplitBraces(cloneWord(wd)) {
-		words = expand.Braces(cloneWordSplit(wd))
-		if len(words) > 1 {
-			why = "brace expansion"
-		}
+		why = "brace expansion"
 	}
-	if why == "" {
-		why = dynamic(wd, w.vars)
+	if d := dynamic(wd, w.vars); d != "" {
+		why = d
 	}
-	for _, x := range words {
-		v, ok := w.literal(x)
-		if !ok {
-			v = litParts(x)
-		}
-		fields = append(fields, v)
+	fields, ok := w.expand(wd)
+	if !ok || len(fields) == 0 {
+		fields = []string{litParts(wd)}
 	}
-	if why == "" && len(fields) == 1 && strings.ContainsAny(fields[0], "*?[") && hasUnquotedGlob(wd) {
+	if why == "" && hasUnquotedGlob(wd) {
 		why = "a glob pattern"
 	}
 	return fields, why
@@ -323,12 +316,6 @@ func cloneWord(wd *syntax.Word) *syntax.Word {
 	c := *wd
 	c.Parts = append([]syntax.WordPart(nil), wd.Parts...)
 	return &c
-}
-
-func cloneWordSplit(wd *syntax.Word) *syntax.Word {
-	c := cloneWord(wd)
-	syntax.SplitBraces(c)
-	return c
 }
 
 // dynamic says which part of wd is computed at run time ("" for none).
@@ -379,25 +366,33 @@ func hasUnquotedGlob(wd *syntax.Word) bool {
 	return false
 }
 
-// literal expands wd without running anything; ok is false when it holds
-// a command or process substitution or another part that needs a run.
-func (w *walker) literal(wd *syntax.Word) (s string, ok bool) {
+// literal expands wd into one string without running anything; ok is
+// false when it holds a command or process substitution or another part
+// that needs a run.
+func (w *walker) literal(wd *syntax.Word) (string, bool) {
 	if wd == nil {
 		return "", true
 	}
+	f, ok := w.expand(wd)
+	return strings.Join(f, " "), ok
+}
+
+// expand is expand.Fields over the literal assignments seen so far, with
+// command and process substitutions refused and no globbing.
+func (w *walker) expand(wd *syntax.Word) (f []string, ok bool) {
 	defer func() {
 		if recover() != nil { // the expander must never take the plane down
-			s, ok = "", false
+			f, ok = nil, false
 		}
 	}()
 	cfg := &expand.Config{Env: w.env(),
 		CmdSubst:  func(io.Writer, *syntax.CmdSubst) error { return errRuns },
 		ProcSubst: func(*syntax.ProcSubst) (string, error) { return "", errRuns }}
-	s, err := expand.Literal(cfg, wd)
+	f, err := expand.Fields(cfg, wd)
 	if err != nil {
-		return "", false
+		return nil, false
 	}
-	return s, true
+	return f, true
 }
 
 // errRuns stops an expansion that would have to run a command.
