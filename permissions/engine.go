@@ -351,6 +351,11 @@ func (e *Engine) conclude(req Request, t *tally, allowedWhole string) Decision {
 			}
 		}
 		if d.Rule != "" {
+			if want == Ask && (e.mode == ModeDontAsk || e.mode == ModePlan) {
+				// Nobody is asked in these modes: what would ask is denied.
+				d.Verdict = Deny
+				d.Reasons = append(d.Reasons, fmt.Sprintf("permissions.defaultMode %q denies what would ask", string(e.mode)))
+			}
 			return d
 		}
 	}
