@@ -190,7 +190,12 @@ type Records struct {
 
 // Approval configures human decisions (seed: "High-impact actions also
 // require a separate human decision"). An omitted list keeps the default of
-// approval.DefaultPolicy; an empty list ([]) means none.
+// approval.DefaultPolicy; an empty list ([]) means none. Each key becomes
+// rules of the permission engine (package permissions: confirmTools and
+// confirmCommands ask rules, deniedPaths deny rules for Read and Edit,
+// the MCP keys ask rules on annotations); with a Permissions block,
+// confirmCommands and confirmDestructiveMCP keep their defaults only when
+// set.
 type Approval struct {
 	// Off turns confirmation and path denial off entirely.
 	Off bool `json:"off,omitempty"`

@@ -42,9 +42,9 @@ type Options struct {
 	// Discovery sets the count gates and tool_search bounds; nil means the
 	// seed's defaults (10 tools per server, 30 in all).
 	Discovery *discovery.Options
-	// Policy says which calls need a person's approval (approval.Policy:
-	// tools, MCP destructive annotations, execute command patterns, paths
-	// denied to the file tools); nil confirms nothing. Confirmer asks the
+	// Policy says which calls are allowed, need a person's approval or
+	// are denied (approval.Policy: the permission rules of package
+	// permissions); nil confirms nothing. Confirmer asks the
 	// person; nil refuses every action the policy marks, at the
 	// Authorization stage. ElicitConfirmer asks through the MCP host.
 	Policy    *approval.Policy
