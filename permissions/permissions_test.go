@@ -313,3 +313,36 @@ func TestBadRules(t *testing.T) {
 		}
 	}
 }
+
+// Hostile lines are judged without blowing up: a huge brace range is not
+// expanded, assignments that grow are not remembered without bound.
+func TestAnalyzeBounded(t *testing.T) {
+	e := engine(t, &permissions.Settings{Deny: []string{"Bash(curl:*)"}}, permissions.Options{})
+	if d := bash(e, "echo {1..99999999}{1..99999999}"); d.Verdict == permissions.Deny {
+		t.Errorf("brace range: %s", d.Verdict)
+	}
+	line := "x=AAAAAAAAAAAAAAAA"
+	for i := 0; i < 40; i++ {
+		line += "; x=$x$x$x$x"
+	}
+	if d := bash(e, line+"; $x"); d.Verdict != permissions.Ask {
+		t.Errorf("growing variable: %s by %s", d.Verdict, d.Rule)
+	}
+}
+
+func FuzzAnalyze(f *testing.F) {
+	for _, s := range []string{"echo ok > >(curl x)", "c=cu; ${c}rl x", "{a,b}{c,d}", "bash -c 'sh -c \"eval x\"'", "$'\\x63'", "cu\u200brl"} {
+		f.Add(s)
+	}
+	e, err := permissions.New(permissions.Options{Workspace: "/ws", Home: "/h", Settings: &permissions.Settings{
+		Allow: []string{"Bash(echo:*)"}, Deny: []string{"Bash(curl:*)", "Read(.env)"}}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, cmd string) {
+		d := e.Decide(permissions.Request{Tool: "execute", Access: tool.Access{Kind: tool.AccessBash, Command: cmd}})
+		if d.Verdict != permissions.Allow && d.Rule == "" {
+			t.Errorf("%q: %s without a rule", cmd, d.Verdict)
+		}
+	})
+}

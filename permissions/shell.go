@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"path"
 	"strings"
 	"unicode"
@@ -140,6 +141,10 @@ func Escape(s string) string {
 	return b.String()
 }
 
+// maxVarLen bounds the value of a remembered assignment (x=$y$y$y… would
+// grow without bound).
+const maxVarLen = 4096
+
 // maxDepth bounds nested `sh -c` / eval strings.
 const maxDepth = 8
 
@@ -259,7 +264,7 @@ func (w *walker) call(src string, ce *syntax.CallExpr, wrappers []string, depth 
 			if as.Name == nil {
 				continue
 			}
-			if v, ok := w.literal(as.Value); ok && as.Value != nil && !as.Append && dynamic(as.Value, nil) == "" {
+			if v, ok := w.literal(as.Value); ok && as.Value != nil && !as.Append && dynamic(as.Value, nil) == "" && len(v) <= maxVarLen {
 				w.vars[as.Name.Value] = v
 			} else {
 				delete(w.vars, as.Name.Value)
@@ -296,8 +301,11 @@ func nonPrinting(s string) string {
 // globbing). why is non-empty when the result depends on run time (the
 // fields are then a best guess: the literal parts).
 func (w *walker) fields(wd *syntax.Word) (fields []string, why string) {
-	if syntax.SplitBraces(cloneWord(wd)) {
+	if c := cloneWord(wd); syntax.SplitBraces(c) {
 		why = "brace expansion"
+		if braceCount(c.Parts) > maxBraceFields {
+			return []string{litParts(wd)}, "a brace expansion of more than 256 words"
+		}
 	}
 	if d := dynamic(wd, w.vars); d != "" {
 		why = d
@@ -310,6 +318,53 @@ func (w *walker) fields(wd *syntax.Word) (fields []string, why string) {
 		why = "a glob pattern"
 	}
 	return fields, why
+}
+
+// maxBraceFields bounds the words one brace expansion may give before it
+// is judged without expanding ({1..99999999} would take the plane's
+// memory).
+const maxBraceFields = 256
+
+// braceCount is how many words the brace expansions in parts give, capped
+// just above maxBraceFields.
+func braceCount(parts []syntax.WordPart) int {
+	n := 1
+	for _, p := range parts {
+		b, ok := p.(*syntax.BraceExp)
+		if !ok {
+			continue
+		}
+		k := 0
+		if b.Sequence {
+			k = maxBraceFields + 1
+			if len(b.Elems) >= 2 {
+				lo, hi := b.Elems[0].Lit(), b.Elems[1].Lit()
+				if x, err := strconv.Atoi(lo); err == nil {
+					if y, err := strconv.Atoi(hi); err == nil {
+						k = min(abs(y-x)+1, maxBraceFields+1)
+					}
+				} else if len(lo) == 1 && len(hi) == 1 {
+					k = abs(int(hi[0])-int(lo[0])) + 1
+				}
+			}
+		} else {
+			for _, e := range b.Elems {
+				k += braceCount(e.Parts)
+			}
+		}
+		n *= max(k, 1)
+		if n > maxBraceFields {
+			return maxBraceFields + 1
+		}
+	}
+	return n
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
 }
 
 func cloneWord(wd *syntax.Word) *syntax.Word {
