@@ -24,6 +24,7 @@ require (
 	golang.org/x/text v0.44.0
 	golang.org/x/time v0.15.0
 	modernc.org/sqlite v1.62.0
+	mvdan.cc/sh/v3 v3.14.1
 )
 
 require (
@@ -68,5 +69,4 @@ require (
 	modernc.org/libc v1.80.1 // indirect
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.12.1 // indirect
-	mvdan.cc/sh/v3 v3.14.1 // indirect
 )

@@ -4,8 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 	"path"
+	"strconv"
 	"strings"
 	"unicode"
 
