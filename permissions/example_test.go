@@ -8,7 +8,7 @@ import (
 )
 
 func ExampleEngine_Decide() {
-	e, err := permissions.New(permissions.Options{Workspace: "/work/app", Home: "/home/u", Settings: &permissions.Settings{
+	e, err := permissions.New(permissions.Options{Workspace: "/work/app", Home: "/hm/u", Settings: &permissions.Settings{
 		Allow: []string{"Bash(npm run test:*)"},
 		Ask:   []string{"Bash(git push:*)"},
 		Deny:  []string{"Bash(curl:*)", "Read(./.env)"},
@@ -37,7 +37,7 @@ func ExampleEngine_Decide() {
 }
 
 func ExampleAnalyze() {
-	a := permissions.Analyze(`cd sub && sudo -u ops env A=1 git --git-dir=.git push | tee log`, "/ws", "/home/u")
+	a := permissions.Analyze(`cd sub && sudo -u ops env A=1 git --git-dir=.git push | tee log`, "/ws", "/hm/u")
 	for _, c := range a.Commands {
 		fmt.Printf("%q wrappers=%v norm=%q\n", c.Text, c.Wrappers, c.Norm)
 	}

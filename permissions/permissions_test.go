@@ -18,7 +18,7 @@ func engine(t *testing.T, s *permissions.Settings, o permissions.Options) *permi
 		o.Workspace = "/ws"
 	}
 	if o.Home == "" {
-		o.Home = "/home/u"
+		o.Home = "/hm/u"
 	}
 	if o.SettingsDir == "" {
 		o.SettingsDir = "/cfg"
@@ -77,12 +77,12 @@ func TestNormalize(t *testing.T) {
 		"/usr/bin/git -C . reset --hard":        "/usr/bin/git reset --hard",
 	}
 	for in, want := range cases {
-		a := permissions.Analyze(in, "/ws", "/home/u")
+		a := permissions.Analyze(in, "/ws", "/hm/u")
 		if len(a.Commands) != 1 || a.Commands[0].Norm != want {
 			t.Errorf("%q: %+v, want norm %q", in, a.Commands, want)
 		}
 	}
-	if a := permissions.Analyze("git --frobnicate push", "/ws", "/home/u"); a.Commands[0].Unmodelled != "--frobnicate" {
+	if a := permissions.Analyze("git --frobnicate push", "/ws", "/hm/u"); a.Commands[0].Unmodelled != "--frobnicate" {
 		t.Errorf("unknown git option not reported: %+v", a.Commands[0])
 	}
 	// An unknown option before the subcommand of a program with rules asks.
@@ -124,8 +124,8 @@ func TestPathRules(t *testing.T) {
 	}
 	for p, want := range map[string]permissions.Verdict{
 		"/etc/secret/a/b":          permissions.Deny,
-		"/home/u/private/x.txt":    permissions.Deny,
-		"/home/u/private/d/x.txt":  permissions.Ask, // "*" is one segment: not denied, and outside the workspace
+		"/hm/u/private/x.txt":      permissions.Deny,
+		"/hm/u/private/d/x.txt":    permissions.Ask, // "*" is one segment: not denied, and outside the workspace
 		"/cfg/conf/a.json":         permissions.Deny,
 		"secrets/k":                permissions.Deny,
 		"secrets":                  permissions.Deny,

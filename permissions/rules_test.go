@@ -70,7 +70,7 @@ func bash(e *permissions.Engine, cmd string) permissions.Decision {
 // and checks the verdict and the rule named.
 func TestCommandTable(t *testing.T) {
 	ws := "/work/project"
-	e := tableEngine(t, ws, "/home/u")
+	e := tableEngine(t, ws, "/hm/u")
 	rows := readTable(t)
 	counts := map[string]int{}
 	for _, r := range rows {

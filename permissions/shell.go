@@ -514,9 +514,6 @@ func (w *walker) pathWord(f string) {
 			add(part)
 		}
 	}
-	if strings.Contains(f, "://") {
-		return
-	}
 }
 
 // unwrap peels wrappers off words (env, nohup, timeout, command, exec,
