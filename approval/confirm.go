@@ -8,15 +8,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path"
-	"regexp"
-	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/aibuddy/aibuddy/permissions"
 	"github.com/aibuddy/aibuddy/tool"
 )
 
@@ -39,6 +37,12 @@ type Action struct {
 	// e.g. `tool "write_file" is configured for confirmation`,
 	// `command names ".env", a path denied to file tools`.
 	Reasons []string
+	// Rule names what decided: a permission rule with its settings list
+	// (`permissions.deny[0] "Bash(curl:*)"`), a built-in check ("program
+	// name computed at run time") or the mode.
+	Rule string
+	// Fix says what to change in the settings for another outcome.
+	Fix string
 }
 
 // Key identifies the exact action: the same tool, the same normalized
@@ -114,68 +118,101 @@ func (e Exchange) Text() string {
 	return b.String()
 }
 
-// Policy says which actions are high impact. The zero value confirms
-// nothing; [DefaultPolicy] is what `aibuddy run` uses.
+// Policy says which actions are high impact. It is the
+// permissions.Engine built from a Claude Code-style permissions block
+// (Permissions) and today's approval keys, which become rules of that one
+// engine (package permissions documents the mapping). The zero value
+// confirms nothing; [DefaultPolicy] is what `aibuddy run` uses. A Policy
+// must not be changed after its first Check.
 type Policy struct {
-	// Tools are tool names whose every call is confirmed.
+	// Tools are tool names whose every call is confirmed
+	// (approval.confirmTools: ask rules on those names).
 	Tools []string
 	// Destructive confirms MCP tools whose annotations say
 	// destructiveHint: true explicitly. (The MCP spec's default for an
 	// unannotated, non-read-only tool is destructive too; set
-	// Unannotated to follow it.) Built-in tools are governed by Tools,
-	// CommandPatterns and DeniedPaths only, so a policy can confirm
-	// `rm -r` without confirming every command.
+	// Unannotated to follow it.)
 	Destructive bool
 	// Unannotated confirms MCP tools that have no destructiveHint and no
 	// readOnlyHint (the MCP default: "destructive").
 	Unannotated bool
-	// ExecuteTool is the shell tool whose "command" argument the command
-	// rules read. Default "execute".
-	ExecuteTool string
-	// CommandPatterns are regular expressions (RE2) matched against an
-	// execute command; a match confirms the call.
+	// CommandPatterns are regular expressions (RE2) matched against a
+	// shell command line and each of its commands, as written and
+	// normalized (approval.confirmCommands: ask rules for Bash).
 	CommandPatterns []string
-	// DeniedPaths are path patterns denied to the file tools (path.Match
-	// syntax, matched against the whole slash path and against each
-	// component, e.g. ".env", ".env.*", "*.pem", "secrets/*"). A call of
-	// read_file, write_file, edit_file, ls, glob or grep whose "path"
-	// names one is refused at the Authorization stage; an execute command
-	// whose words name one goes to confirm (BH-059: `cat .env`,
-	// `grep KEY .env`, `sed -n 1p .env`). The shell is not
-	// path-sandboxed by these rules: a command that builds the name at run
-	// time (python3 -c "open('.e'+'nv')") is caught only by an OS-level
-	// sandbox.
+	// DeniedPaths are path patterns denied to the file tools
+	// (approval.deniedPaths: deny rules for Read and Edit): ".env",
+	// ".env.*", "*.pem", "secrets/*". A file call naming one is refused at
+	// the Authorization stage; a shell command whose words name one goes
+	// to confirm (BH-059: `cat .env`, `grep KEY .env`, `sed -n 1p .env`).
+	// The shell is not path-sandboxed by these rules: a command that
+	// builds the name at run time (python3 -c "open('.e'+'nv')") is caught
+	// only by an OS-level sandbox.
 	DeniedPaths []string
+	// Permissions is the settings' permissions block in Claude Code's
+	// syntax; nil means none (what no rule holds back runs).
+	Permissions *permissions.Settings
+	// Workspace is the folder relative paths and "./" rules are relative
+	// to; default the current folder. SettingsDir is the settings file's
+	// folder ("/path" rules); default Workspace. Home is the home folder
+	// ("~/" rules); default the user's.
+	Workspace, SettingsDir, Home string
+
+	once sync.Once
+	eng  *permissions.Engine
+	err  error
 }
 
 // DefaultPolicy is the policy of `aibuddy run`: destructive MCP tools,
 // shell commands that delete recursively, force-push, hard-reset, rewrite
 // disks or pipe downloads into a shell, and any command naming a
 // credentials file (.env, .env.*, *.pem, *.key, id_rsa, id_ed25519,
-// .netrc, .npmrc, credentials.json).
+// .netrc, .npmrc, credentials.json, and the built-in credential paths of
+// permissions.CredentialPaths).
 func DefaultPolicy() *Policy {
 	return &Policy{
-		Destructive: true,
-		CommandPatterns: []string{
-			`\brm\s+(-[A-Za-z]*[rRf]|--recursive|--force)`,
-			`\bgit\s+push\b.*(\s-f\b|--force)`,
-			`\bgit\s+reset\s+--hard\b`,
-			`\bgit\s+clean\s+-[A-Za-z]*f`,
-			`\b(mkfs|dd|shred)\b`,
-			`\b(curl|wget)\b[^|]*\|\s*(sudo\s+)?(ba|z)?sh\b`,
-			`\bsudo\b`,
-			`\bchmod\s+-R\b`,
-		},
-		DeniedPaths: []string{".env", ".env.*", "*.pem", "*.key", "id_rsa", "id_ed25519", ".netrc", ".npmrc", "credentials.json"},
+		Destructive:     true,
+		CommandPatterns: DefaultCommandPatterns(),
+		DeniedPaths:     DefaultDeniedPaths(),
 	}
 }
 
-// fileTools are the built-in tools whose "path" argument DeniedPaths
-// governs.
-var fileTools = []string{"read_file", "write_file", "edit_file", "ls", "glob", "grep"}
+// DefaultCommandPatterns are the default approval.confirmCommands.
+func DefaultCommandPatterns() []string {
+	return []string{
+		`\brm\s+(-[A-Za-z]*[rRf]|--recursive|--force)`,
+		`\bgit\s+push\b.*(\s-f\b|--force)`,
+		`\bgit\s+reset\s+--hard\b`,
+		`\bgit\s+clean\s+-[A-Za-z]*f`,
+		`\b(mkfs|dd|shred)\b`,
+		`\b(curl|wget)\b[^|]*\|\s*(sudo\s+)?(ba|z)?sh\b`,
+		`\bsudo\b`,
+		`\bchmod\s+-R\b`,
+	}
+}
 
-// Subject is a call as the policy sees it: the tool (for its annotations),
-// the MCP server it comes from ("" for a built-in tool) and the call.
+// DefaultDeniedPaths are the default approval.deniedPaths.
+func DefaultDeniedPaths() []string {
+	return []string{".env", ".env.*", "*.pem", "*.key", "id_rsa", "id_ed25519", ".netrc", ".npmrc", "credentials.json"}
+}
+
+// Engine returns the rule engine of the policy, compiled once. The error
+// names every settings entry that does not compile; such a policy denies
+// every call (security fails closed).
+func (p *Policy) Engine() (*permissions.Engine, error) {
+	p.once.Do(func() {
+		p.eng, p.err = permissions.New(permissions.Options{
+			Settings: p.Permissions, Workspace: p.Workspace, SettingsDir: p.SettingsDir, Home: p.Home,
+			ConfirmTools: p.Tools, ConfirmCommands: p.CommandPatterns, DeniedPaths: p.DeniedPaths,
+			ConfirmDestructiveMCP: p.Destructive, ConfirmUnannotatedMCP: p.Unannotated,
+		})
+	})
+	return p.eng, p.err
+}
+
+// Subject is a call as the policy sees it: the tool (for its declared
+// access and its annotations), the MCP server it comes from ("" for a
+// built-in tool) and the call.
 type Subject struct {
 	Tool   *tool.Tool
 	Server string
@@ -192,10 +229,13 @@ const (
 	Deny                   // refuse (Authorization stage)
 )
 
-// Check classifies one call. For Confirm it returns the Action to put to a
-// person; for Deny, an Action whose Reasons say why. Input that is not a
-// JSON object is allowed through (the tool's own schema check refuses it
-// at the Parameters stage).
+// Check classifies one call by the tool's declared access (tool.Access):
+// the permission rules decide (permissions.Engine.Decide). For Confirm it
+// returns the Action to put to a person; for Deny, an Action whose
+// Reasons say why. Both name the rule that decided (Action.Rule) and what
+// to change (Action.Fix). Input that is not a JSON object is allowed
+// through (the tool's own schema check refuses it at the Parameters
+// stage).
 func (p *Policy) Check(s Subject) (Verdict, Action) {
 	if p == nil || s.Call == nil {
 		return Allow, Action{}
@@ -205,152 +245,72 @@ func (p *Policy) Check(s Subject) (Verdict, Action) {
 	if !obj {
 		return Allow, a
 	}
-	var args map[string]any
-	_ = json.Unmarshal(input, &args)
-	str := func(k string) string { v, _ := args[k].(string); return v }
-	exec := p.ExecuteTool
-	if exec == "" {
-		exec = "execute"
+	acc, err := s.Tool.Access(input)
+	if err != nil {
+		return Allow, a // the schema check refuses it at the Parameters stage
 	}
-
-	switch {
-	case s.Server == "" && s.Call.Name == exec:
-		cmd := str("command")
-		a.Target = "`" + cmd + "`"
-		a.Scope = "workspace shell (not path-sandboxed)"
-		if wd := str("workdir"); wd != "" {
-			a.Scope += ", in " + wd
-		}
-		a.Consequence = "runs the command with your user's rights; its effects on files, network and processes are whatever the command does"
-	case s.Server == "" && slices.Contains(fileTools, s.Call.Name):
-		target := str("path")
-		if target == "" {
-			target = "."
-		}
-		a.Target, a.Scope = target, "workspace file"
-		switch s.Call.Name {
-		case "write_file":
-			a.Consequence = fmt.Sprintf("creates or replaces %s with %d bytes", target, len(str("content")))
-		case "edit_file":
-			a.Consequence = "changes the content of " + target
-		default:
-			a.Consequence = "reads " + target + " into the model's context"
-		}
-	case s.Server != "":
-		a.Target = s.Call.Name
-		a.Scope = "MCP server " + s.Server
-		a.Consequence = "calls the server's tool, whose effect the server decides"
-	default:
-		a.Target, a.Scope, a.Consequence = s.Call.Name, "built-in tool", "runs the tool"
+	describe(&a, s, acc, input)
+	eng, err := p.Engine()
+	if err != nil {
+		a.Rule = "the permission settings"
+		a.Reasons = []string{fmt.Sprintf("the permission rules do not compile (%v), so every call is refused", err)}
+		a.Fix = "fix the rules named above in the settings"
+		return Deny, a
 	}
-
-	if s.Server == "" && slices.Contains(fileTools, s.Call.Name) {
-		if pat, ok := p.deniedPath(str("path")); ok {
-			a.Reasons = append(a.Reasons, fmt.Sprintf("path %q matches %q, which is denied to file tools", str("path"), pat))
-			return Deny, a
-		}
+	var ann *tool.Annotations
+	if s.Tool != nil {
+		ann = s.Tool.Annotations()
 	}
-	if slices.Contains(p.Tools, s.Call.Name) {
-		a.Reasons = append(a.Reasons, fmt.Sprintf("tool %q is configured for confirmation", s.Call.Name))
-	}
-	if s.Server != "" && s.Tool != nil {
-		ann := s.Tool.Annotations()
-		switch {
-		case p.Destructive && ann != nil && ann.DestructiveHint != nil && *ann.DestructiveHint:
-			a.Reasons = append(a.Reasons, "the MCP server marks the tool destructive (destructiveHint)")
-		case p.Unannotated && (ann == nil || (!ann.ReadOnlyHint && ann.DestructiveHint == nil)):
-			a.Reasons = append(a.Reasons, "the MCP tool is not annotated read-only or non-destructive (MCP default: destructive)")
-		}
-	}
-	if s.Server == "" && s.Call.Name == exec {
-		cmd := str("command")
-		for _, pat := range p.CommandPatterns {
-			re, err := compilePattern(pat)
-			if err != nil {
-				a.Reasons = append(a.Reasons, fmt.Sprintf("command pattern %q does not compile (%v), so every command is confirmed", pat, err))
-				continue
-			}
-			if re.MatchString(cmd) {
-				a.Reasons = append(a.Reasons, fmt.Sprintf("command matches %q", pat))
-			}
-		}
-		for _, w := range CommandWords(cmd) {
-			if pat, ok := p.deniedPath(w); ok {
-				a.Reasons = append(a.Reasons, fmt.Sprintf("command names %q, which matches %q, a path denied to file tools", w, pat))
-				a.Consequence = "runs the command, which can put the content of " + w + " (denied to file tools) into the model's context"
-				break
-			}
-		}
-	}
-	if len(a.Reasons) > 0 {
+	d := eng.Decide(permissions.Request{Tool: s.Call.Name, Server: s.Server, Access: acc, Annotations: ann})
+	a.Rule, a.Reasons, a.Fix = d.Rule, d.Reasons, d.Fix
+	switch d.Verdict {
+	case permissions.Deny:
+		return Deny, a
+	case permissions.Ask:
 		return Confirm, a
 	}
 	return Allow, a
 }
 
-var patterns sync.Map // string -> *regexp.Regexp or error
-
-func compilePattern(p string) (*regexp.Regexp, error) {
-	if v, ok := patterns.Load(p); ok {
-		if re, ok := v.(*regexp.Regexp); ok {
-			return re, nil
+// describe fills in the target, scope and consequence of a from what the
+// call reaches.
+func describe(a *Action, s Subject, acc tool.Access, input json.RawMessage) {
+	switch acc.Kind {
+	case permissions.KindBash:
+		a.Target = "`" + permissions.Escape(acc.Command) + "`"
+		a.Scope = "workspace shell (not path-sandboxed)"
+		if acc.Workdir != "" {
+			a.Scope += ", in " + acc.Workdir
 		}
-		return nil, v.(error)
-	}
-	re, err := regexp.Compile(p)
-	if err != nil {
-		patterns.Store(p, err)
-		return nil, err
-	}
-	patterns.Store(p, re)
-	return re, nil
-}
-
-// deniedPath reports the first DeniedPaths pattern that p names: the
-// cleaned slash path as a whole, or any one of its components.
-func (p *Policy) deniedPath(name string) (string, bool) {
-	name = strings.TrimSpace(name)
-	if name == "" || len(p.DeniedPaths) == 0 {
-		return "", false
-	}
-	clean := path.Clean(strings.ReplaceAll(name, `\`, "/"))
-	clean = strings.TrimPrefix(clean, "./")
-	parts := strings.Split(strings.Trim(clean, "/"), "/")
-	for _, pat := range p.DeniedPaths {
-		if ok, _ := path.Match(pat, clean); ok {
-			return pat, true
+		a.Consequence = "runs the command with your user's rights; its effects on files, network and processes are whatever the command does"
+	case permissions.KindRead, permissions.KindEdit:
+		target := strings.Join(acc.Paths, ", ")
+		if target == "" {
+			target = "."
 		}
-		if ok, _ := path.Match(pat, strings.TrimPrefix(clean, "/")); ok {
-			return pat, true
-		}
-		for _, c := range parts {
-			if ok, _ := path.Match(pat, c); ok {
-				return pat, true
+		a.Target, a.Scope = target, "workspace file"
+		if acc.Kind == permissions.KindEdit {
+			a.Consequence = "creates, replaces or changes " + target
+			var in struct {
+				Content *string `json:"content"`
 			}
+			if json.Unmarshal(input, &in) == nil && in.Content != nil {
+				a.Consequence = fmt.Sprintf("creates or replaces %s with %d bytes", target, len(*in.Content))
+			}
+		} else {
+			a.Consequence = "reads " + target + " into the model's context"
 		}
+	case permissions.KindWebFetch:
+		a.Target, a.Scope, a.Consequence = acc.URL, "network", "fetches the address into the model's context"
+	default:
+		if s.Server != "" {
+			a.Target = s.Call.Name
+			a.Scope = "MCP server " + s.Server
+			a.Consequence = "calls the server's tool, whose effect the server decides"
+			return
+		}
+		a.Target, a.Scope, a.Consequence = s.Call.Name, "built-in tool", "runs the tool"
 	}
-	return "", false
-}
-
-// CommandWords splits a shell command into the words that may name paths:
-// it splits at white space, shell operators (; | & < > ( ) `), quotes,
-// '=' and ':' (so --file=.env and a PATH-like list yield their parts) and
-// drops empty words. It is a heuristic for BH-059, not a shell parser: a
-// name assembled at run time is not seen.
-func CommandWords(cmd string) []string {
-	var out []string
-	for _, w := range strings.FieldsFunc(cmd, func(r rune) bool {
-		switch r {
-		case ' ', '\t', '\n', '\r', ';', '|', '&', '<', '>', '(', ')', '`', '"', '\'', '=', ':', ',', '$', '{', '}':
-			return true
-		}
-		return false
-	}) {
-		if w != "" && !slices.Contains(out, w) {
-			out = append(out, w)
-		}
-	}
-	return out
 }
 
 // normalize returns the input re-encoded with sorted keys and exact
@@ -436,8 +396,12 @@ func (g *Gate) Wrap(next func(context.Context, *tool.Call) *tool.Result) func(co
 		case Allow:
 			return next(ctx, call)
 		case Deny:
-			return tool.ErrorResult(tool.Errorf(tool.Authorization, "denied by policy: %s", strings.Join(a.Reasons, "; ")).
-				WithHint("this path is off limits to this run; do not try to reach it another way"), call.Name)
+			hint := "do not try to reach it another way"
+			if a.Fix != "" {
+				hint += "; the user can " + a.Fix
+			}
+			return tool.ErrorResult(tool.Errorf(tool.Authorization, "denied by policy (%s): %s", a.Rule, strings.Join(a.Reasons, "; ")).
+				WithHint(hint), call.Name)
 		}
 		if s.Tool != nil && !g.valid(s.Tool, call.Input) {
 			return next(ctx, call) // the schema check refuses it at the Parameters stage
@@ -473,8 +437,12 @@ func (g *Gate) Wrap(next func(context.Context, *tool.Call) *tool.Result) func(co
 					hint = te.Hint
 				}
 			}
+			if a.Fix != "" {
+				hint += "; to run it without asking, the user can " + a.Fix
+			}
 			return tool.ErrorResult(tool.Errorf(tool.Authorization,
-				"not run: this action needs a person's confirmation, and none could be given: %s. The action: %s", why, a.Summary()).
+				"not run: this action needs a person's confirmation (%s: %s), and none could be given: %s. The action: %s",
+				a.Rule, strings.Join(a.Reasons, "; "), why, a.Summary()).
 				WithHint(hint), call.Name)
 		case !ex.Decision.Approved:
 			msg := "the user rejected this action; it was not run"

@@ -80,6 +80,9 @@ func (t *Terminal) Confirm(ctx context.Context, a Action) (Decision, error) {
 	defer t.mu.Unlock()
 	fmt.Fprintf(t.Out, "\n── confirm ─────────────────────────────\n")
 	fmt.Fprintf(t.Out, "  tool:        %s\n  target:      %s\n  scope:       %s\n  consequence: %s\n", a.Tool, a.Target, a.Scope, a.Consequence)
+	if a.Rule != "" {
+		fmt.Fprintf(t.Out, "  asked by:    %s\n", a.Rule)
+	}
 	for _, r := range a.Reasons {
 		fmt.Fprintf(t.Out, "  why asked:   %s\n", r)
 	}

@@ -19,6 +19,34 @@ func execCall(cmd string) *tool.Call {
 	return &tool.Call{ID: "c", Name: "execute", Input: in}
 }
 
+// builtins are stand-ins of the built-in tools with the access their
+// groups declare (coretools): the policy decides on that, not on names.
+var builtins = func() map[string]*tool.Tool {
+	noop := func(context.Context, *tool.Call) (*tool.Result, error) { return tool.Text("ran"), nil }
+	obj := json.RawMessage(`{"type":"object"}`)
+	m := map[string]*tool.Tool{}
+	for name, acc := range map[string]tool.AccessFunc{
+		"read_file": tool.PathAccess(tool.AccessRead, "path"), "grep": tool.PathAccess(tool.AccessRead, "path"),
+		"write_file": tool.PathAccess(tool.AccessEdit, "path"),
+		"execute": func(in json.RawMessage) (tool.Access, error) {
+			var v struct{ Command string }
+			err := json.Unmarshal(in, &v)
+			return tool.Access{Kind: tool.AccessBash, Command: v.Command}, err
+		},
+	} {
+		m[name] = tool.MustDefine(tool.Spec{Name: name, InputSchema: obj, Handler: noop, Access: acc})
+	}
+	return m
+}()
+
+func lookup(name string) (*tool.Tool, string, bool) {
+	t, ok := builtins[name]
+	return t, "", ok
+}
+
+// builtin is the subject of a call of a built-in tool.
+func builtin(c *tool.Call) approval.Subject { return approval.Subject{Tool: builtins[c.Name], Call: c} }
+
 func TestPolicyCheck(t *testing.T) {
 	p := approval.DefaultPolicy()
 	yes := true
@@ -33,24 +61,24 @@ func TestPolicyCheck(t *testing.T) {
 		want approval.Verdict
 	}{
 		// BH-059: the first three forms never run without confirmation.
-		{"cat .env", approval.Subject{Call: execCall("cat .env")}, approval.Confirm},
-		{"grep KEY .env", approval.Subject{Call: execCall("grep KEY .env")}, approval.Confirm},
-		{"sed -n 1p .env", approval.Subject{Call: execCall("sed -n 1p .env")}, approval.Confirm},
-		{"cat ./config/.env.local", approval.Subject{Call: execCall("cat ./config/.env.local")}, approval.Confirm},
-		{"--env-file=.env", approval.Subject{Call: execCall("docker run --env-file=.env img")}, approval.Confirm},
+		{"cat .env", builtin(execCall("cat .env")), approval.Confirm},
+		{"grep KEY .env", builtin(execCall("grep KEY .env")), approval.Confirm},
+		{"sed -n 1p .env", builtin(execCall("sed -n 1p .env")), approval.Confirm},
+		{"cat ./config/.env.local", builtin(execCall("cat ./config/.env.local")), approval.Confirm},
+		{"--env-file=.env", builtin(execCall("docker run --env-file=.env img")), approval.Confirm},
 		// Documented limit: a name built at run time is not seen.
-		{"python builds the name", approval.Subject{Call: execCall(`python3 -c "print(open('.e'+'nv').read())"`)}, approval.Allow},
-		{"ls", approval.Subject{Call: execCall("ls -la")}, approval.Allow},
-		{".envrc is not .env", approval.Subject{Call: execCall("cat .envrc")}, approval.Allow},
-		{"rm -rf", approval.Subject{Call: execCall("rm -rf build")}, approval.Confirm},
-		{"git push --force", approval.Subject{Call: execCall("git push origin main --force")}, approval.Confirm},
-		{"read_file .env denied", approval.Subject{Call: &tool.Call{Name: "read_file", Input: json.RawMessage(`{"path":".env"}`)}}, approval.Deny},
-		{"grep in .env.production denied", approval.Subject{Call: &tool.Call{Name: "grep", Input: json.RawMessage(`{"pattern":"KEY","path":"app/.env.production"}`)}}, approval.Deny},
-		{"read_file README", approval.Subject{Call: &tool.Call{Name: "read_file", Input: json.RawMessage(`{"path":"README.md"}`)}}, approval.Allow},
-		{"write_file not configured", approval.Subject{Call: &tool.Call{Name: "write_file", Input: json.RawMessage(`{"path":"a","content":"b"}`)}}, approval.Allow},
+		{"python builds the name", builtin(execCall(`python3 -c "print(open('.e'+'nv').read())"`)), approval.Allow},
+		{"ls", builtin(execCall("ls -la")), approval.Allow},
+		{".envrc is not .env", builtin(execCall("cat .envrc")), approval.Allow},
+		{"rm -rf", builtin(execCall("rm -rf build")), approval.Confirm},
+		{"git push --force", builtin(execCall("git push origin main --force")), approval.Confirm},
+		{"read_file .env denied", builtin(&tool.Call{Name: "read_file", Input: json.RawMessage(`{"path":".env"}`)}), approval.Deny},
+		{"grep in .env.production denied", builtin(&tool.Call{Name: "grep", Input: json.RawMessage(`{"pattern":"KEY","path":"app/.env.production"}`)}), approval.Deny},
+		{"read_file README", builtin(&tool.Call{Name: "read_file", Input: json.RawMessage(`{"path":"README.md"}`)}), approval.Allow},
+		{"write_file not configured", builtin(&tool.Call{Name: "write_file", Input: json.RawMessage(`{"path":"a","content":"b"}`)}), approval.Allow},
 		{"MCP destructiveHint", approval.Subject{Tool: destructive, Server: "gh", Call: &tool.Call{Name: "gh__delete_repo", Input: json.RawMessage(`{}`)}}, approval.Confirm},
 		{"MCP unannotated", approval.Subject{Tool: plain, Server: "gh", Call: &tool.Call{Name: "gh__get_repo", Input: json.RawMessage(`{}`)}}, approval.Allow},
-		{"not an object", approval.Subject{Call: &tool.Call{Name: "execute", Input: json.RawMessage(`[1]`)}}, approval.Allow},
+		{"not an object", builtin(&tool.Call{Name: "execute", Input: json.RawMessage(`[1]`)}), approval.Allow},
 	}
 	for _, c := range cases {
 		got, act := p.Check(c.s)
@@ -59,7 +87,7 @@ func TestPolicyCheck(t *testing.T) {
 		}
 	}
 	byTool := &approval.Policy{Tools: []string{"write_file"}, Unannotated: true}
-	if v, _ := byTool.Check(approval.Subject{Call: &tool.Call{Name: "write_file", Input: json.RawMessage(`{"path":"a","content":"b"}`)}}); v != approval.Confirm {
+	if v, _ := byTool.Check(builtin(&tool.Call{Name: "write_file", Input: json.RawMessage(`{"path":"a","content":"b"}`)})); v != approval.Confirm {
 		t.Error("a tool configured by name is not confirmed")
 	}
 	if v, _ := byTool.Check(approval.Subject{Tool: plain, Server: "gh", Call: &tool.Call{Name: "gh__get_repo"}}); v != approval.Confirm {
@@ -69,9 +97,9 @@ func TestPolicyCheck(t *testing.T) {
 
 func TestActionKeyNormalizesInput(t *testing.T) {
 	p := approval.DefaultPolicy()
-	_, a1 := p.Check(approval.Subject{Call: &tool.Call{Name: "execute", Input: json.RawMessage(`{"command":"rm -rf b","timeout_ms":1000}`)}})
-	_, a2 := p.Check(approval.Subject{Call: &tool.Call{Name: "execute", Input: json.RawMessage(`{ "timeout_ms": 1000, "command": "rm -rf b" }`)}})
-	_, a3 := p.Check(approval.Subject{Call: &tool.Call{Name: "execute", Input: json.RawMessage(`{"command":"rm -rf c","timeout_ms":1000}`)}})
+	_, a1 := p.Check(builtin(&tool.Call{Name: "execute", Input: json.RawMessage(`{"command":"rm -rf b","timeout_ms":1000}`)}))
+	_, a2 := p.Check(builtin(&tool.Call{Name: "execute", Input: json.RawMessage(`{ "timeout_ms": 1000, "command": "rm -rf b" }`)}))
+	_, a3 := p.Check(builtin(&tool.Call{Name: "execute", Input: json.RawMessage(`{"command":"rm -rf c","timeout_ms":1000}`)}))
 	if a1.Key() != a2.Key() || a1.Key() == a3.Key() {
 		t.Errorf("keys: %s %s %s", a1.Key(), a2.Key(), a3.Key())
 	}
@@ -88,6 +116,7 @@ func TestGateAsksEveryTimeAndRunsTheExactInput(t *testing.T) {
 	answers := []bool{true, false, true}
 	g := &approval.Gate{
 		Policy: approval.DefaultPolicy(),
+		Lookup: lookup,
 		Confirmer: approval.ConfirmerFunc(func(ctx context.Context, a approval.Action) (approval.Decision, error) {
 			n := asked.Add(1)
 			return approval.Decision{Approved: answers[n-1]}, nil
@@ -115,7 +144,7 @@ func TestGateAsksEveryTimeAndRunsTheExactInput(t *testing.T) {
 	// The input changed while the person was deciding: the approved one runs.
 	ran = nil
 	var call *tool.Call
-	g2 := &approval.Gate{Policy: approval.DefaultPolicy(), Confirmer: approval.ConfirmerFunc(func(ctx context.Context, a approval.Action) (approval.Decision, error) {
+	g2 := &approval.Gate{Policy: approval.DefaultPolicy(), Lookup: lookup, Confirmer: approval.ConfirmerFunc(func(ctx context.Context, a approval.Action) (approval.Decision, error) {
 		call.Input = json.RawMessage(`{"command":"rm -rf /"}`)
 		return approval.Decision{Approved: true}, nil
 	})}
@@ -128,18 +157,18 @@ func TestGateAsksEveryTimeAndRunsTheExactInput(t *testing.T) {
 
 func TestGateNeverProceedsUnasked(t *testing.T) {
 	next := func(ctx context.Context, call *tool.Call) *tool.Result { t.Error("ran unasked"); return tool.Text("") }
-	res := (&approval.Gate{Policy: approval.DefaultPolicy()}).Wrap(next)(context.Background(), execCall("sudo reboot"))
+	res := (&approval.Gate{Policy: approval.DefaultPolicy(), Lookup: lookup}).Wrap(next)(context.Background(), execCall("sudo reboot"))
 	if !res.IsError || res.Stage != tool.Authorization {
 		t.Errorf("no confirmer: %+v", res)
 	}
 	failing := approval.ConfirmerFunc(func(ctx context.Context, a approval.Action) (approval.Decision, error) {
 		return approval.Decision{Approved: true}, errors.New("terminal gone")
 	})
-	res = (&approval.Gate{Policy: approval.DefaultPolicy(), Confirmer: failing}).Wrap(next)(context.Background(), execCall("sudo reboot"))
+	res = (&approval.Gate{Policy: approval.DefaultPolicy(), Lookup: lookup, Confirmer: failing}).Wrap(next)(context.Background(), execCall("sudo reboot"))
 	if !res.IsError || res.Stage != tool.Authorization {
 		t.Errorf("confirmer error: %+v", res)
 	}
-	res = (&approval.Gate{Policy: approval.DefaultPolicy()}).Wrap(next)(context.Background(),
+	res = (&approval.Gate{Policy: approval.DefaultPolicy(), Lookup: lookup}).Wrap(next)(context.Background(),
 		&tool.Call{Name: "read_file", Input: json.RawMessage(`{"path":".env"}`)})
 	if !res.IsError || res.Stage != tool.Authorization || !strings.Contains(res.AllText(), "denied by policy") {
 		t.Errorf("denied path: %+v", res)

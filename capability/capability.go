@@ -33,6 +33,12 @@ type RunSpec struct {
 	// of being built again, so per-run tool state (such as which files
 	// were read) survives a refresh after an MCP server's tools changed.
 	Reuse *Set
+	// Offered, when set, says whether a tool may be offered at all, and
+	// if not why (permission rules: a tool a bare deny rule names, or
+	// plan mode's read-only set). server is the tool's MCP server, "" for
+	// a built-in tool. A tool it refuses is an exclusion with reason
+	// NotPermitted.
+	Offered func(t *tool.Tool, server string) (ok bool, why string)
 }
 
 // MCPServer is one configured MCP server as a run sees it (package
@@ -73,6 +79,7 @@ const (
 	ServerFailed       Reason = "mcp_server_failed" // an MCP server is not connected: none of its tools
 	SchemaUnusable     Reason = "schema_unusable"   // an MCP tool's input schema could not be used
 	Undeclared         Reason = "undeclared"        // Build produced a name the group does not declare
+	NotPermitted       Reason = "not_permitted"     // the permission rules do not offer the tool (RunSpec.Offered)
 )
 
 // Exclusion is one tool (or, for UnknownKey, one key) left out of the set.
@@ -261,6 +268,12 @@ func Resolve(reg *registry.Registry, spec RunSpec) (*Set, []Exclusion, error) {
 			if other, dup := set.groups[t.Name()]; dup {
 				return nil, nil, fmt.Errorf("capability: tool %q is built by groups %q and %q", t.Name(), other.Key, g.Key)
 			}
+			if spec.Offered != nil {
+				if ok, why := spec.Offered(t, ""); !ok {
+					ex = append(ex, Exclusion{Tool: t.Name(), Group: g.Key, Reason: NotPermitted, Detail: why})
+					continue
+				}
+			}
 			set.tools = append(set.tools, t)
 			set.groups[t.Name()] = g
 		}
@@ -285,6 +298,12 @@ func Resolve(reg *registry.Registry, spec RunSpec) (*Set, []Exclusion, error) {
 			}
 			if other, dup := set.server[t.Name()]; dup {
 				return nil, nil, fmt.Errorf("capability: MCP tool %q is offered by servers %q and %q", t.Name(), other, m.Name)
+			}
+			if spec.Offered != nil {
+				if ok, why := spec.Offered(t, m.Name); !ok {
+					ex = append(ex, Exclusion{Tool: t.Name(), Group: group, Reason: NotPermitted, Detail: why})
+					continue
+				}
 			}
 			set.tools = append(set.tools, t)
 			set.server[t.Name()] = m.Name

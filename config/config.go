@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"reflect"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/aibuddy/aibuddy/permissions"
 	"github.com/aibuddy/aibuddy/sandbox"
 )
 
@@ -47,6 +49,14 @@ type Config struct {
 	// Approval says which actions need a person's approval and which
 	// paths the file tools never touch.
 	Approval Approval `json:"approval"`
+	// Permissions is a permission-rule block in Claude Code's syntax
+	// ({"allow": [...], "ask": [...], "deny": [...], "defaultMode": ...});
+	// package permissions documents the rules and modes. Omitted: no
+	// block, and what no approval rule holds back runs. With a block,
+	// approval.confirmCommands and approval.confirmDestructiveMCP apply
+	// only when set explicitly (their defaults give way to the block's
+	// defaultMode); approval.deniedPaths keeps its default either way.
+	Permissions *permissions.Settings `json:"permissions,omitempty"`
 	// Provider configures the model routes of "aibuddy run".
 	Provider Provider `json:"provider"`
 	// Agent configures `aibuddy run`'s step loop.
@@ -57,6 +67,11 @@ type Config struct {
 	// ({"name": {"command": ..., "args": [...], "env": {...}} or
 	// {"url": ..., "type": "http"|"sse", "headers": {...}}}).
 	MCPServers map[string]json.RawMessage `json:"mcpServers,omitempty"`
+
+	// Dir is the folder of the settings file Load read ("" for Parse):
+	// what relative paths in it, and "/path" permission rules, are
+	// relative to. Not a settings key.
+	Dir string `json:"-"`
 }
 
 // Discovery configures which MCP tools are deferred (seed: "MCP currently
@@ -175,7 +190,12 @@ type Records struct {
 
 // Approval configures human decisions (seed: "High-impact actions also
 // require a separate human decision"). An omitted list keeps the default of
-// approval.DefaultPolicy; an empty list ([]) means none.
+// approval.DefaultPolicy; an empty list ([]) means none. Each key becomes
+// rules of the permission engine (package permissions: confirmTools and
+// confirmCommands ask rules, deniedPaths deny rules for Read and Edit,
+// the MCP keys ask rules on annotations); with a Permissions block,
+// confirmCommands and confirmDestructiveMCP keep their defaults only when
+// set.
 type Approval struct {
 	// Off turns confirmation and path denial off entirely.
 	Off bool `json:"off,omitempty"`
@@ -331,6 +351,7 @@ func Load(path string) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("settings %s: %w", path, err)
 	}
+	c.Dir = filepath.Dir(path)
 	return c, nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/aibuddy/aibuddy/coretools"
+	"github.com/aibuddy/aibuddy/permissions"
 	"github.com/aibuddy/aibuddy/sandbox/localsandbox"
 	"github.com/aibuddy/aibuddy/tool"
 )
@@ -122,5 +123,56 @@ func TestDeniedPathsThroughSymlinks(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(ws, ".env")); string(b) != "API_KEY=abc123\n" {
 		t.Errorf(".env changed: %q", b)
+	}
+}
+
+// The permissions block's deny rules hold in the file tools themselves,
+// through the matcher the approval gate uses (package permissions): Read
+// rules for reads, listings and searches (a walk never enters a denied
+// folder), Edit rules for writes only.
+func TestPermissionDenyRulesInTheFileTools(t *testing.T) {
+	ws := t.TempDir()
+	for name, data := range map[string]string{"secrets/key.txt": "TOKEN=s3cr3t\n", "src/gen/a.go": "package gen // TOKEN\n",
+		"src/main.go": "package main // TOKEN\n", "link.txt": ""} {
+		p := filepath.Join(ws, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.Remove(filepath.Join(ws, "link.txt"))
+	if err := os.Symlink("secrets/key.txt", filepath.Join(ws, "link.txt")); err != nil {
+		t.Fatal(err)
+	}
+	sb, err := localsandbox.New(ws, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close()
+	tools := map[string]*tool.Tool{}
+	opts := &coretools.FSOptions{Permissions: &permissions.Settings{Deny: []string{"Read(./secrets/**)", "Edit(src/gen/**)"}}}
+	for _, tl := range coretools.Filesystem(sb, opts) {
+		tools[tl.Name()] = tl
+	}
+	call := func(name, input string) *tool.Result {
+		return tools[name].Call(context.Background(), &tool.Call{Name: name, Input: json.RawMessage(input)})
+	}
+	for _, c := range []struct{ tool, input string }{
+		{"read_file", `{"path":"secrets/key.txt"}`}, {"read_file", `{"path":"link.txt"}`},
+		{"ls", `{"path":"secrets"}`}, {"write_file", `{"path":"src/gen/b.go","content":"x"}`},
+	} {
+		res := call(c.tool, c.input)
+		if !res.IsError || res.Stage != tool.Authorization || !strings.Contains(res.AllText(), "permissions.deny[") {
+			t.Errorf("%s %s: stage %s: %s", c.tool, c.input, res.Stage, res.AllText())
+		}
+	}
+	res := call("grep", `{"pattern":"TOKEN"}`)
+	if res.IsError || strings.Contains(res.AllText(), "s3cr3t") || !strings.Contains(res.AllText(), "src/gen/a.go") {
+		t.Errorf("grep: %s", res.AllText())
+	}
+	if res := call("read_file", `{"path":"src/gen/a.go"}`); res.IsError {
+		t.Errorf("an Edit rule refuses a read: %s", res.AllText())
 	}
 }

@@ -71,6 +71,7 @@ func (f *fsTools) editFileTool() *tool.Tool {
 		Annotations: fsDestructive("Edit file"),
 		Handler:     fsShownPaths(f.editFile),
 		Verify:      verifyEdit,
+		Access:      tool.PathAccess(tool.AccessEdit, "path"),
 	})
 }
 

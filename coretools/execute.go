@@ -217,6 +217,7 @@ func Execute(sb sandbox.Sandbox, opts *ExecuteOptions) *tool.Tool {
 		Handler:     e.call,
 		Verify:      verifyExecute,
 		OutputFile:  e.outputFile,
+		Access:      executeAccess,
 	})
 }
 
@@ -626,4 +627,19 @@ func exShellQuote(p string) string {
 		return p
 	}
 	return "'" + strings.ReplaceAll(p, "'", `'\''`) + "'"
+}
+
+// executeAccess is the approval target of an execute call: the command
+// line and its working folder (tool.Access kind "Bash").
+func executeAccess(input json.RawMessage) (tool.Access, error) {
+	var in struct {
+		Command string `json:"command"`
+		Workdir string `json:"workdir"`
+	}
+	if len(input) > 0 {
+		if err := json.Unmarshal(input, &in); err != nil {
+			return tool.Access{}, err
+		}
+	}
+	return tool.Access{Kind: tool.AccessBash, Command: in.Command, Workdir: in.Workdir}, nil
 }

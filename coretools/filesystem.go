@@ -16,6 +16,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/aibuddy/aibuddy/permissions"
 	"github.com/aibuddy/aibuddy/sandbox"
 	"github.com/aibuddy/aibuddy/tool"
 )
@@ -71,8 +72,19 @@ type FSOptions struct {
 	// Authorization stage; glob and grep over a folder skip matching files
 	// and directories, so a denied file's name and content never reach the
 	// model (case BH-059). The shell is not bound by these rules (see
-	// approval.Policy for execute). Default none.
+	// approval.Policy for execute). Default none. Matched by
+	// permissions.LegacyPaths (the matcher the approval gate uses too).
 	DeniedPaths []string
+	// Permissions is the settings' permissions block: its deny rules for
+	// Read (ls, read_file, glob, grep) and Edit (write_file, edit_file) are
+	// checked like DeniedPaths, on the object actually opened.
+	// SettingsDir is the settings file's folder ("/path" rules).
+	Permissions *permissions.Settings
+	SettingsDir string
+	// Denied, when set, are the compiled denied paths
+	// (permissions.Engine.DeniedPaths) and replace DeniedPaths and
+	// Permissions.
+	Denied *permissions.PathRules
 }
 
 // Defaults of FSOptions.
@@ -147,6 +159,18 @@ const FilesystemInstructions = `Filesystem tools (ls, read_file, write_file, edi
 // match), and the tool description says so.
 func Filesystem(sb sandbox.Sandbox, opts *FSOptions) []*tool.Tool {
 	f := &fsTools{sb: sb, opts: opts.withDefaults(), seen: map[string]string{}}
+	if f.opts.Denied == nil && (len(f.opts.DeniedPaths) > 0 || f.opts.Permissions != nil) {
+		ws := "/"
+		if sb != nil && sb.Workspace() != "" {
+			ws = sb.Workspace()
+		}
+		// The same engine the approval gate builds from the same
+		// settings; an entry that does not compile is left out here, and
+		// the gate refuses every call then (and the CLI refuses to start).
+		eng, _ := permissions.New(permissions.Options{Settings: f.opts.Permissions, Workspace: ws,
+			SettingsDir: f.opts.SettingsDir, DeniedPaths: f.opts.DeniedPaths, NoCredentialPaths: true})
+		f.opts.Denied = eng.DeniedPaths()
+	}
 	return []*tool.Tool{
 		f.lsTool(),
 		f.readFileTool(),
@@ -342,22 +366,23 @@ func (l *fsLimiter) String() string { return l.b.String() }
 // sandbox can tell ([sandbox.PathResolver]), where it really points, so a
 // symlink to .env (or through a linked folder) is refused like .env itself.
 func (f *fsTools) checkDenied(ctx context.Context, toolName, p string) error {
-	if len(f.opts.DeniedPaths) == 0 {
+	if f.opts.Denied.Empty() {
 		return nil
 	}
+	write := toolName == "write_file" || toolName == "edit_file"
 	deny := func(pat, via string) error {
 		return &tool.Error{Stage: tool.Authorization, Tool: toolName,
-			Msg:  fmt.Sprintf("path %q%s is denied to the file tools by the rule %q", p, via, pat),
+			Msg:  fmt.Sprintf("path %q%s is denied to the file tools by %s", p, via, pat),
 			Hint: "this file is off limits in this workspace; do not try to reach it another way"}
 	}
-	if pat, ok := fsDenied(f.opts.DeniedPaths, p); ok {
+	if pat, ok := fsDenied(f.opts.Denied, p, write); ok {
 		return deny(pat, "")
 	}
 	if pr, ok := f.sb.(sandbox.PathResolver); ok && p != "" {
 		// A path that cannot be resolved fails in the operation itself
 		// with its own reason.
 		if real, err := pr.ResolvePath(ctx, p); err == nil {
-			if pat, ok := fsDenied(f.opts.DeniedPaths, real); ok {
+			if pat, ok := fsDenied(f.opts.Denied, real, write); ok {
 				return deny(pat, fmt.Sprintf(" (a link to %q)", real))
 			}
 		}
@@ -365,23 +390,10 @@ func (f *fsTools) checkDenied(ctx context.Context, toolName, p string) error {
 	return nil
 }
 
-// fsDenied reports the first pattern that p (slash or OS path, relative or
-// absolute) names: matched against the whole cleaned path and against each
-// of its components.
-func fsDenied(patterns []string, p string) (string, bool) {
-	if len(patterns) == 0 || p == "" {
-		return "", false
-	}
-	clean := path.Clean(filepath.ToSlash(p))
-	for _, pat := range patterns {
-		if ok, _ := path.Match(pat, clean); ok {
-			return pat, true
-		}
-		for _, c := range strings.Split(strings.TrimPrefix(clean, "/"), "/") {
-			if ok, _ := path.Match(pat, c); ok {
-				return pat, true
-			}
-		}
-	}
-	return "", false
+// fsDenied reports the first denied-path rule that p (slash or OS path,
+// relative to the workspace or absolute) names, for reading or, with
+// write, for writing: the one matcher of package permissions, which the
+// approval gate uses too.
+func fsDenied(d *permissions.PathRules, p string, write bool) (string, bool) {
+	return d.Match(p, write)
 }

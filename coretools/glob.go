@@ -42,6 +42,7 @@ func (f *fsTools) globTool() *tool.Tool {
 		InputSchema: []byte(fmt.Sprintf(globSchema, f.opts.SearchMaxResults, f.opts.SearchMaxResults)),
 		Annotations: fsReadOnly("Find files"),
 		Handler:     f.glob,
+		Access:      tool.PathAccess(tool.AccessRead, "path"),
 	})
 }
 
@@ -91,7 +92,9 @@ func (f *fsTools) search(ctx context.Context, name string, req sandbox.SearchReq
 	}
 	// Denied paths are never searched: their names are not listed and
 	// their content never matched (BH-059).
-	req.Exclude = append(append([]string(nil), req.Exclude...), f.opts.DeniedPaths...)
+	if !f.opts.Denied.Empty() {
+		req.Skip = func(rel string) bool { _, denied := fsDenied(f.opts.Denied, rel, false); return denied }
+	}
 	wctx, cancel, timedOut := f.walkContext(ctx)
 	defer cancel()
 	res, err := f.sb.Search(wctx, req)

@@ -55,6 +55,7 @@ func (f *fsTools) grepTool() *tool.Tool {
 		InputSchema: []byte(fmt.Sprintf(grepSchema, maxContextLines, maxContextLines, f.opts.SearchMaxResults, f.opts.SearchMaxResults)),
 		Annotations: fsReadOnly("Search file contents"),
 		Handler:     f.grep,
+		Access:      tool.PathAccess(tool.AccessRead, "path"),
 	})
 }
 

@@ -37,6 +37,7 @@ func (f *fsTools) lsTool() *tool.Tool {
 		InputSchema: []byte(fmt.Sprintf(lsSchema, f.opts.LsMaxDepth, f.opts.LsMaxEntries, f.opts.LsMaxEntries)),
 		Annotations: fsReadOnly("List directory"),
 		Handler:     f.ls,
+		Access:      tool.PathAccess(tool.AccessRead, "path"),
 	})
 }
 
@@ -69,10 +70,10 @@ func (f *fsTools) ls(ctx context.Context, call *tool.Call) (*tool.Result, error)
 	if timedOut() {
 		res.Partial = true
 	}
-	if len(f.opts.DeniedPaths) > 0 { // denied names are not listed (BH-059)
+	if !f.opts.Denied.Empty() { // denied names are not listed (BH-059)
 		kept := res.Entries[:0:0]
 		for _, e := range res.Entries {
-			if _, denied := fsDenied(f.opts.DeniedPaths, e.Path); !denied {
+			if _, denied := fsDenied(f.opts.Denied, e.Path, false); !denied {
 				kept = append(kept, e)
 			}
 		}

@@ -47,6 +47,7 @@ func (f *fsTools) readFileTool() *tool.Tool {
 		InputSchema: []byte(fmt.Sprintf(readSchema, f.opts.ReadMaxLines, f.opts.ReadMaxLines)),
 		Annotations: fsReadOnly("Read file"),
 		Handler:     fsShownPaths(f.readFile),
+		Access:      tool.PathAccess(tool.AccessRead, "path"),
 	})
 }
 

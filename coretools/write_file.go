@@ -32,6 +32,7 @@ func (f *fsTools) writeFileTool() *tool.Tool {
 		Annotations: fsDestructive("Write file"),
 		Handler:     fsShownPaths(f.writeFile),
 		Verify:      verifyWrite,
+		Access:      tool.PathAccess(tool.AccessEdit, "path"),
 	})
 }
 

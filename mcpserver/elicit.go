@@ -134,7 +134,7 @@ func (ElicitConfirmer) Confirm(ctx context.Context, a approval.Action) (approval
 			st.requests = mcp.InputRequestMap{}
 		}
 		st.requests[id] = &mcp.ElicitParams{
-			Message: "Approve this action?\n" + a.Summary(),
+			Message: confirmMessage(a),
 			RequestedSchema: map[string]any{
 				"type": "object",
 				"properties": map[string]any{
@@ -158,4 +158,17 @@ func (ElicitConfirmer) Confirm(ctx context.Context, a approval.Action) (approval
 	approved, _ := res.Content["approve"].(bool)
 	note, _ := res.Content["note"].(string)
 	return approval.Decision{Approved: approved, Note: note}, nil
+}
+
+// confirmMessage is the elicitation text of a confirm: the action, then
+// the rule that asked and why.
+func confirmMessage(a approval.Action) string {
+	m := "Approve this action?\n" + a.Summary()
+	if a.Rule != "" {
+		m += "\nAsked by: " + a.Rule
+	}
+	for _, r := range a.Reasons {
+		m += "\nWhy: " + r
+	}
+	return m
 }

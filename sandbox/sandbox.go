@@ -295,6 +295,13 @@ type SearchRequest struct {
 	Path    string   // directory or file to search; "" is the root
 	Include []string // doublestar globs a file's path must match (any), relative to Path
 	Exclude []string // doublestar globs that exclude files or directories
+	// Skip, when set, leaves out every entry whose workspace-relative
+	// slash path it reports true for: a file is not searched or listed, a
+	// directory not entered, and a file symlink is judged by its target
+	// too. The file tools pass their denied paths here (one matcher,
+	// package permissions). It runs in the caller's process: an adapter
+	// that walks remotely applies it to what comes back.
+	Skip func(rel string) bool
 	// Literal treats Pattern as plain text (grep only).
 	Literal bool
 	// IgnoreCase matches case-insensitively.

@@ -96,6 +96,10 @@ type Spec struct {
 	// call while it runs (execute's full output file), for view_tool_call
 	// to read a call that has no result yet. nil: none.
 	OutputFile OutputFileFunc
+	// Access, when set, says what a call reaches (its approval target: a
+	// kind of access, paths, a command, a URL); see [Access]. nil: the
+	// tool is matched by name and annotations only.
+	Access AccessFunc
 }
 
 // Tool is a defined tool: a name, a description, a compiled input schema and
@@ -108,6 +112,7 @@ type Tool struct {
 	handler     Handler
 	verify      VerifyFunc
 	outputFile  OutputFileFunc
+	access      AccessFunc
 
 	once      sync.Once
 	compiled  atomic.Bool
@@ -145,6 +150,7 @@ func Define(spec Spec) (*Tool, error) {
 		handler:     spec.Handler,
 		verify:      spec.Verify,
 		outputFile:  spec.OutputFile,
+		access:      spec.Access,
 	}
 	if spec.CompileOnUse {
 		if len(raw) == 0 || raw[0] != '{' {

@@ -203,6 +203,9 @@ type run struct {
 	logger     *slog.Logger
 	spec       capability.RunSpec
 	discovery  *discovery.Options
+	// policy is the run's approval policy (nil when approval.off): the
+	// permission engine over the sandbox's workspace.
+	policy *approval.Policy
 }
 
 func (r *run) close() {
@@ -231,7 +234,7 @@ func (r *run) close() {
 // policy puts to a person, at the Authorization stage.
 func (r *run) pipeline(confirm approval.Confirmer) *pipeline.Pipeline {
 	o := &pipeline.Options{Store: r.store, Background: r.life, MaxModelChars: r.cfg.Limits.ResultMaxChars,
-		Policy: Policy(r.cfg), Confirmer: confirm, Logger: r.logger}
+		Policy: r.policy, Confirmer: confirm, Logger: r.logger}
 	if r.precompact && r.compactor != nil {
 		o.Compactor = r.compactor
 	}
@@ -288,6 +291,20 @@ func (c *common) resolve(ctx context.Context, o *Options) (*run, error) {
 	}
 	r.sandbox = sb
 	r.dataDir = dataDir(c.dataDir, r.cfg.DataDir, cfgDir)
+	if r.cfg.Dir == "" {
+		r.cfg.Dir = cfgDir
+	}
+	r.policy = PolicyFor(r.cfg, sb.Workspace())
+	if r.policy != nil {
+		eng, err := r.policy.Engine()
+		if err != nil {
+			r.close()
+			return nil, usageErr("refusing to start: settings: %v (security fails closed: fix or remove the rule)", err)
+		}
+		for _, n := range eng.Notes() {
+			fmt.Fprintf(o.Stderr, "aibuddy: permissions: %s\n", n)
+		}
+	}
 
 	var dirs []string
 	for _, d := range r.cfg.Skills {
@@ -343,6 +360,12 @@ func (c *common) resolve(ctx context.Context, o *Options) (*run, error) {
 		services[k] = v
 	}
 	r.spec = capability.RunSpec{ToolKeys: r.cfg.ToolKeys, Services: services, Sandbox: sb}
+	if r.policy != nil {
+		// The capability plane: a tool a bare deny rule names, and in
+		// plan mode every tool that is not read-only, is not offered.
+		eng, _ := r.policy.Engine()
+		r.spec.Offered = eng.Offered
+	}
 	if cat.Len() > 0 {
 		r.spec.Prerequisites = append(r.spec.Prerequisites, skills.Prerequisite)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/aibuddy/aibuddy/capability"
 	"github.com/aibuddy/aibuddy/discovery"
 	"github.com/aibuddy/aibuddy/mcpserver"
+	"github.com/aibuddy/aibuddy/permissions"
 	"github.com/aibuddy/aibuddy/tool"
 )
 
@@ -124,12 +125,13 @@ func servers(r *run) []serverJSON {
 
 func writeToolsJSON(cmd *cobra.Command, r *run) error {
 	out := struct {
-		Workspace  string                 `json:"workspace"`
-		Sandbox    string                 `json:"sandbox"`
-		MCPServers []serverJSON           `json:"mcpServers"`
-		Tools      []toolJSON             `json:"tools"`
-		Excluded   []capability.Exclusion `json:"excluded"`
-	}{Workspace: r.sandbox.Workspace(), Sandbox: string(r.sandbox.Kind()), MCPServers: servers(r), Tools: []toolJSON{}, Excluded: r.exclusions}
+		Workspace   string                 `json:"workspace"`
+		Sandbox     string                 `json:"sandbox"`
+		Permissions string                 `json:"permissions"`
+		MCPServers  []serverJSON           `json:"mcpServers"`
+		Tools       []toolJSON             `json:"tools"`
+		Excluded    []capability.Exclusion `json:"excluded"`
+	}{Workspace: r.sandbox.Workspace(), Sandbox: string(r.sandbox.Kind()), Permissions: permissionSummary(r), MCPServers: servers(r), Tools: []toolJSON{}, Excluded: r.exclusions}
 	if out.Excluded == nil {
 		out.Excluded = []capability.Exclusion{}
 	}
@@ -145,7 +147,8 @@ func writeToolsJSON(cmd *cobra.Command, r *run) error {
 
 func writeToolsText(cmd *cobra.Command, r *run) error {
 	w := cmd.OutOrStdout()
-	fmt.Fprintf(w, "Workspace: %s (%s sandbox)\n\n", r.sandbox.Workspace(), r.sandbox.Kind())
+	fmt.Fprintf(w, "Workspace: %s (%s sandbox)\n", r.sandbox.Workspace(), r.sandbox.Kind())
+	fmt.Fprintf(w, "Permissions: %s\n\n", permissionSummary(r))
 	if sv := servers(r); len(sv) > 0 {
 		fmt.Fprintf(w, "MCP servers (%d):\n", len(sv))
 		tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
@@ -186,4 +189,30 @@ func firstLine(s string, n int) string {
 		s = string(r[:n-1]) + "…"
 	}
 	return s
+}
+
+// permissionSummary says in one line which permission mode and how many
+// rules decide the run's calls.
+func permissionSummary(r *run) string {
+	if r.policy == nil {
+		return "off (approval.off): no call is confirmed or denied by rules"
+	}
+	eng, err := r.policy.Engine()
+	if err != nil {
+		return "refusing every call: " + err.Error()
+	}
+	n := map[permissions.List]int{}
+	for _, rule := range eng.Rules() {
+		if rule.Source != "built-in credential paths" {
+			n[rule.List]++
+		}
+	}
+	counts := fmt.Sprintf("%d deny, %d ask, %d allow rules", n[permissions.ListDeny], n[permissions.ListAsk], n[permissions.ListAllow])
+	switch eng.Mode() {
+	case permissions.ModeUnset:
+		return "no permissions block; " + counts + " from the approval keys; what no rule holds back runs"
+	case permissions.ModePlan:
+		return `defaultMode "plan": only read-only tools are offered (access kind Read or readOnlyHint); ` + counts
+	}
+	return fmt.Sprintf("defaultMode %q; %s", string(eng.Mode()), counts)
 }

@@ -420,9 +420,9 @@ func (w *walker) walk(dir *dirHandle, rel, sub string, depth int, ign []gitignor
 			}
 			// Exclude holds for the target too: a link never brings an
 			// excluded file (such as a denied .env) into the results.
-			if len(sr.req.Exclude) > 0 {
+			if len(sr.req.Exclude) > 0 || sr.req.Skip != nil {
 				real, err := sr.s.resolve(sandbox.OpSearch, childRel, followFinal)
-				if err != nil || sr.exclude.match(real.rel) {
+				if err != nil || sr.exclude.match(real.rel) || (sr.req.Skip != nil && sr.req.Skip(real.rel)) {
 					return false
 				}
 			}
@@ -442,7 +442,7 @@ func (w *walker) walk(dir *dirHandle, rel, sub string, depth int, ign []gitignor
 			}
 			return false
 		}
-		if sr.exclude.match(childSub) {
+		if sr.exclude.match(childSub) || (sr.req.Skip != nil && sr.req.Skip(childRel)) {
 			return false
 		}
 		if isDir {
