@@ -107,7 +107,31 @@ type MCP struct {
 	// proxies, ...; mcpclient.DefaultInheritEnv). Anything else reaches a
 	// server only through its "env" entry.
 	InheritEnv []string `json:"inheritEnv,omitempty"`
+
+	// The keys below bound `aibuddy mcp --http` (the server side).
+
+	// SessionIdleTimeout closes an HTTP session that has had no request
+	// for this long (a POST in progress holds it open; an open GET stream
+	// alone does not); its per-session tool state is freed and its
+	// Mcp-Session-Id then gets 404, on which the MCP spec has the client
+	// start a new session. Default 30 min (DefaultSessionIdleTimeout).
+	SessionIdleTimeout Duration `json:"sessionIdleTimeout,omitempty"`
+	// HTTPHeaderTimeout bounds reading one request's headers; default
+	// 10 s.
+	HTTPHeaderTimeout Duration `json:"httpHeaderTimeout,omitempty"`
+	// HTTPBodyTimeout bounds reading one request's body, from the end of
+	// its headers (a slower client gets 408 and the connection is
+	// closed). It does not bound the response: a GET stream or a long
+	// tool call stays open. Default 30 s.
+	HTTPBodyTimeout Duration `json:"httpBodyTimeout,omitempty"`
+	// HTTPMaxBodyBytes bounds one request's body (bytes); a larger one
+	// gets 413. Default 4 MiB (the MCP Go SDK's
+	// mcp.DefaultMaxRequestBodyBytes).
+	HTTPMaxBodyBytes int64 `json:"httpMaxBodyBytes,omitempty"`
 }
+
+// DefaultSessionIdleTimeout is mcp.sessionIdleTimeout when unset.
+const DefaultSessionIdleTimeout = 30 * time.Minute
 
 // Compaction configures precompaction (seed: "When a tool result reaches
 // the current 2,500-token precompaction threshold ..."). Zero means the
@@ -445,6 +469,8 @@ func (c *Config) validate() error {
 		"agent.contextBudgetTokens":  int64(c.Agent.ContextBudgetTokens),
 		"mcp.maxSchemaDepth":         int64(c.MCP.MaxSchemaDepth),
 		"mcp.notificationsPerSecond": int64(c.MCP.NotificationsPerSecond), "mcp.notificationLogInterval": int64(c.MCP.NotificationLogInterval),
+		"mcp.sessionIdleTimeout": int64(c.MCP.SessionIdleTimeout), "mcp.httpHeaderTimeout": int64(c.MCP.HTTPHeaderTimeout),
+		"mcp.httpBodyTimeout": int64(c.MCP.HTTPBodyTimeout), "mcp.httpMaxBodyBytes": c.MCP.HTTPMaxBodyBytes,
 		"records.maxBatch":       int64(c.Records.MaxBatch),
 		"agent.contextNoteCalls": int64(c.Agent.ContextNoteCalls),
 	}
