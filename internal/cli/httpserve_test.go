@@ -8,9 +8,13 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
+	"weak"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -329,4 +333,125 @@ func TestHTTPSlowBodyIsCut(t *testing.T) {
 	if res.IsError || !strings.Contains(fmt.Sprint(res.Content[0].(*mcp.TextContent).Text), "outlasted") {
 		t.Errorf("a call longer than the body timeout: %+v", res.Content)
 	}
+}
+
+// pipeListener is a net.Listener of in-memory connections (net.Pipe), so
+// an HTTP server and its clients run inside a synctest bubble.
+type pipeListener struct {
+	conns chan net.Conn
+	done  chan struct{}
+	once  sync.Once
+}
+
+func newPipeListener() *pipeListener {
+	return &pipeListener{conns: make(chan net.Conn), done: make(chan struct{})}
+}
+
+func (l *pipeListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *pipeListener) Close() error { l.once.Do(func() { close(l.done) }); return nil }
+func (l *pipeListener) Addr() net.Addr { return pipeAddr{} }
+
+func (l *pipeListener) dial(ctx context.Context, _, _ string) (net.Conn, error) {
+	client, server := net.Pipe()
+	select {
+	case l.conns <- server:
+		return client, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+type pipeAddr struct{}
+
+func (pipeAddr) Network() string { return "pipe" }
+func (pipeAddr) String() string  { return "pipe" }
+
+// TestHTTPSessionsExpire, on synctest's clock: of two sessions, the one
+// idle for mcp.sessionIdleTimeout (default 30 min) is closed, its
+// gateway dropped and garbage-collected with its tool set (weak
+// pointers), and its id gets 404; the other, which sent a request every
+// 20 minutes, is served throughout.
+func TestHTTPSessionsExpire(t *testing.T) {
+	g := testGateways(t, context.Background())
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		o := testHTTPOptions()
+		if o.SessionIdle != 30*time.Minute {
+			t.Fatalf("default idle timeout %s, want 30m", o.SessionIdle)
+		}
+		ln := newPipeListener()
+		srv := &http.Server{Handler: g.handler(o)}
+		go srv.Serve(ln)
+		tr := &http.Transport{DialContext: ln.dial}
+		url := "http://aibuddy.test/mcp"
+
+		dropped := make(chan weak.Pointer[mcpserver.Gateway], 16)
+		g.mu.Lock()
+		g.onDrop = func(gw *mcpserver.Gateway) { dropped <- weak.Make(gw) }
+		g.mu.Unlock()
+
+		idle := connectHTTP(t, ctx, url, testToken, tr)
+		g.mu.Lock()
+		idleGW := weak.Make(g.all[0])
+		idleSet := weak.Make(g.all[0].Set())
+		g.mu.Unlock()
+		busy := connectHTTP(t, ctx, url, testToken, tr)
+		// The SDK client first tries server/discover (protocol 2026-07-28)
+		// without a session: the gateway made for it is dropped with the
+		// request. Only the two sessions are left.
+		synctest.Wait()
+		for len(dropped) > 0 {
+			<-dropped
+		}
+		if n := g.live(); n != 2 {
+			t.Fatalf("%d gateways after two connects, want 2", n)
+		}
+
+		for _, at := range []time.Duration{20 * time.Minute, 40 * time.Minute} {
+			time.Sleep(20 * time.Minute) // synctest's clock: no real wait
+			synctest.Wait()
+			if _, err := busy.ListTools(ctx, nil); err != nil {
+				t.Fatalf("the busy session at %s: %v", at, err)
+			}
+			if at < o.SessionIdle && g.live() != 2 {
+				t.Fatalf("at %s: %d sessions, want both", at, g.live())
+			}
+		}
+		synctest.Wait()
+		select {
+		case w := <-dropped:
+			if w != idleGW {
+				t.Fatal("a gateway other than the idle session's was dropped")
+			}
+		default:
+			t.Fatal("the idle session's gateway was not dropped after 40 min")
+		}
+		if n := g.live(); n != 1 {
+			t.Fatalf("%d gateways after the idle session expired, want 1", n)
+		}
+		if _, err := idle.ListTools(ctx, nil); err == nil {
+			t.Error("the expired session still answers")
+		}
+		runtime.GC()
+		if idleGW.Value() != nil || idleSet.Value() != nil {
+			t.Error("the expired session's gateway or tool set is still reachable after GC")
+		}
+
+		busy.Close()
+		idle.Close()
+		synctest.Wait()
+		srv.Close()
+		tr.CloseIdleConnections()
+		ln.Close()
+	})
 }
