@@ -356,7 +356,7 @@ func (l *pipeListener) Accept() (net.Conn, error) {
 	}
 }
 
-func (l *pipeListener) Close() error { l.once.Do(func() { close(l.done) }); return nil }
+func (l *pipeListener) Close() error   { l.once.Do(func() { close(l.done) }); return nil }
 func (l *pipeListener) Addr() net.Addr { return pipeAddr{} }
 
 func (l *pipeListener) dial(ctx context.Context, _, _ string) (net.Conn, error) {
