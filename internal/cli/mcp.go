@@ -320,7 +320,8 @@ It is meant to be started by a host, not typed at. Register it:
   Claude Code:      claude mcp add aibuddy -- %s mcp --workspace %s
   mcpServers JSON (Claude Desktop, Cursor, Gemini CLI, ...):
                     {"mcpServers": {"aibuddy": {"command": %s, "args": %s}}}
-  browser or remote host: aibuddy mcp --http 127.0.0.1:8765 (streamable HTTP at http://127.0.0.1:8765/mcp)
+  browser or remote host: aibuddy mcp --http 127.0.0.1:8765 (streamable HTTP at http://127.0.0.1:8765/mcp;
+                    every request needs Authorization: Bearer $AIBUDDY_TOKEN, see aibuddy mcp --print-token)
 `, workspace, shellQuote(exe), shellQuote(workspace), quotedExe, args)
 	if exe == "aibuddy" {
 		fmt.Fprintln(w, "  (hosts start the aibuddy on their PATH: install it with go install ./cmd/aibuddy, or give the binary's absolute path)")
