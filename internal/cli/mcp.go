@@ -196,13 +196,25 @@ func serveHTTP(ctx context.Context, cmd *cobra.Command, r *run, addr string, gw 
 	stderr := cmd.ErrOrStderr()
 	o := httpOptions{Logger: r.logger}
 	httpSettings(r.cfg.MCP, &o)
-	token, from, err := httpToken(r.dataDir, os.Getenv)
-	if err != nil {
-		return usageErr("%v", err)
+	var from string
+	if oa := r.cfg.MCP.OAuth; oa.Issuer != "" {
+		// Discovery and key requests get one request's worth of the
+		// HTTP bounds.
+		client := &http.Client{Timeout: o.HeaderTimeout + o.BodyTimeout}
+		if err := oauthResourceServer(ctx, oa, client, &o); err != nil {
+			return usageErr("%v", err)
+		}
+		from = "oauth"
+	} else {
+		token, src, err := httpToken(r.dataDir, os.Getenv)
+		if err != nil {
+			return usageErr("%v", err)
+		}
+		from = src
+		o.Verify = staticToken(token)
+		o.Bearer = bearerOptions{Realm: "aibuddy", SDK: auth.RequireBearerTokenOptions{AllowMissingExpiration: true},
+			Hint: "send the header Authorization: Bearer <token>, with the token of $" + TokenEnv + " or of the token file aibuddy mcp --http named at start (aibuddy mcp --print-token prints it)"}
 	}
-	o.Verify = staticToken(token)
-	o.Bearer = bearerOptions{Realm: "aibuddy", SDK: auth.RequireBearerTokenOptions{AllowMissingExpiration: true},
-		Hint: "send the header Authorization: Bearer <token>, with the token of $" + TokenEnv + " or of the token file aibuddy mcp --http named at start (aibuddy mcp --print-token prints it)"}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return usageErr("listen on %s: %v", addr, err)
@@ -213,7 +225,10 @@ func serveHTTP(ctx context.Context, cmd *cobra.Command, r *run, addr string, gw 
 	}
 	srv := &http.Server{Handler: gw.handler(o), ReadHeaderTimeout: o.HeaderTimeout}
 	fmt.Fprintf(stderr, "aibuddy: serving MCP over streamable HTTP at http://%s/mcp (workspace %s)\n", ln.Addr(), r.sandbox.Workspace())
-	if from == "$"+TokenEnv {
+	if oa := r.cfg.MCP.OAuth; from == "oauth" {
+		fmt.Fprintf(stderr, "aibuddy: every request needs Authorization: Bearer <access token> from %s for %s (protected-resource metadata: %s)\n",
+			oa.Issuer, oa.Resource, o.Bearer.SDK.ResourceMetadataURL)
+	} else if from == "$"+TokenEnv {
 		fmt.Fprintf(stderr, "aibuddy: every request needs Authorization: Bearer <token>, the token of $%s\n", TokenEnv)
 	} else {
 		fmt.Fprintf(stderr, "aibuddy: every request needs Authorization: Bearer <token>, the token in %s (for a host: export %s=\"$(cat %s)\")\n", from, TokenEnv, shellQuote(from))
