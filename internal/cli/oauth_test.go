@@ -47,7 +47,7 @@ func newFakeAS(t *testing.T) *fakeAS {
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(map[string]any{"issuer": u, "authorization_endpoint": u + "/authorize",
 			"token_endpoint": u + "/token", "jwks_uri": u + "/jwks", "response_types_supported": []string{"code"},
-			"grant_types_supported": []string{"authorization_code", "client_credentials"},
+			"grant_types_supported":            []string{"authorization_code", "client_credentials"},
 			"code_challenge_methods_supported": []string{"S256"}, "token_endpoint_auth_methods_supported": []string{"client_secret_basic"}})
 	})
 	mux.HandleFunc("GET /jwks", func(w http.ResponseWriter, r *http.Request) {
