@@ -131,16 +131,16 @@ func bench(n, waves int, idle, wait, sample time.Duration, workers int, bin stri
 	fmt.Printf("%-30s %10s %12s\n", "after 1 session (baseline)", mib(base), mib(baseHeap.bytes))
 	var peak int64
 	for wave := 1; wave <= waves; wave++ {
-		start := time.Now()
+		start, pre := time.Now(), rss(pid)
 		ids, err := openSessions(client, url, n, workers)
 		if err != nil {
 			return err
 		}
 		opened := time.Now()
 		after, afterHeap := rss(pid), live.get()
-		fmt.Printf("%-30s %10s %12s   (RSS +%s over the baseline, %s per session; opened in %s, %.0f/s)\n",
-			fmt.Sprintf("wave %d: after %d sessions", wave, n), mib(after), mib(afterHeap.bytes), mib(after-base),
-			kib((after-base)/int64(n)), opened.Sub(start).Round(time.Millisecond), float64(n)/opened.Sub(start).Seconds())
+		fmt.Printf("%-30s %10s %12s   (RSS +%s over the wave's start, %s per session; opened in %s, %.0f/s)\n",
+			fmt.Sprintf("wave %d: after %d sessions", wave, n), mib(after), mib(afterHeap.bytes), mib(after-pre),
+			kib((after-pre)/int64(n)), opened.Sub(start).Round(time.Millisecond), float64(n)/opened.Sub(start).Seconds())
 		if wave > 1 {
 			fmt.Printf("%-30s RSS %+.1f MiB over wave 1's highest (freed memory reused, or more held)\n", "", float64(after-peak)/(1<<20))
 		}
