@@ -122,7 +122,67 @@ type MCP struct {
 	// proxies, ...; mcpclient.DefaultInheritEnv). Anything else reaches a
 	// server only through its "env" entry.
 	InheritEnv []string `json:"inheritEnv,omitempty"`
+
+	// The keys below bound `aibuddy mcp --http` (the server side).
+
+	// SessionIdleTimeout closes an HTTP session that has had no request
+	// for this long (a POST in progress holds it open; an open GET stream
+	// alone does not); its per-session tool state is freed and its
+	// Mcp-Session-Id then gets 404, on which the MCP spec has the client
+	// start a new session. Default 30 min (DefaultSessionIdleTimeout).
+	SessionIdleTimeout Duration `json:"sessionIdleTimeout,omitempty"`
+	// HTTPHeaderTimeout bounds reading one request's headers; default
+	// 10 s.
+	HTTPHeaderTimeout Duration `json:"httpHeaderTimeout,omitempty"`
+	// HTTPBodyTimeout bounds reading one request's body, from the end of
+	// its headers (a slower client gets 408 and the connection is
+	// closed). It does not bound the response: a GET stream or a long
+	// tool call stays open. Default 30 s.
+	HTTPBodyTimeout Duration `json:"httpBodyTimeout,omitempty"`
+	// HTTPMaxBodyBytes bounds one request's body (bytes); a larger one
+	// gets 413. Default 4 MiB (the MCP Go SDK's
+	// mcp.DefaultMaxRequestBodyBytes).
+	HTTPMaxBodyBytes int64 `json:"httpMaxBodyBytes,omitempty"`
+	// OAuth, with an issuer, makes `aibuddy mcp --http` an OAuth 2.1
+	// resource server (MCP authorization spec) instead of checking the
+	// one bearer token of $AIBUDDY_TOKEN.
+	OAuth OAuth `json:"oauth,omitzero"`
 }
+
+// OAuth configures `aibuddy mcp --http` as an OAuth 2.1 resource server
+// for a deployed gateway (MCP authorization spec, 2025-06-18): every
+// request needs a JWT access token (RFC 9068) signed by a key of the
+// issuer's JWK set, from that issuer, for this resource, unexpired, with
+// the scopes named; the protected-resource metadata (RFC 9728) names the
+// issuer to clients.
+type OAuth struct {
+	// Issuer is the authorization server's issuer identifier (RFC 8414),
+	// such as "https://auth.example.com"; setting it turns OAuth on.
+	Issuer string `json:"issuer,omitempty"`
+	// Resource is this server's public URL, as clients reach it (behind
+	// a proxy, the proxy's), such as "https://tools.example.com/mcp": the
+	// "resource" of the metadata (RFC 9728) and, by default, the audience
+	// a token must name (RFC 8707). Required with issuer.
+	Resource string `json:"resource,omitempty"`
+	// Audience is the "aud" a token must carry when the authorization
+	// server names this resource otherwise; default Resource (compared
+	// as the MCP Go SDK's oauthex.MatchesResource does: a trailing slash
+	// aside, exactly).
+	Audience string `json:"audience,omitempty"`
+	// Scopes must all be in a token's "scope" (or "scp") claim; a token
+	// without one gets 403 insufficient_scope. Default none.
+	Scopes []string `json:"scopes,omitempty"`
+	// JWKSURL is where the issuer's signing keys are; default the
+	// jwks_uri of its metadata (RFC 8414
+	// /.well-known/oauth-authorization-server, else OpenID Connect
+	// discovery), read at start-up.
+	JWKSURL string `json:"jwksURL,omitempty"`
+	// ClockSkew is the tolerance on a token's exp; default 0.
+	ClockSkew Duration `json:"clockSkew,omitempty"`
+}
+
+// DefaultSessionIdleTimeout is mcp.sessionIdleTimeout when unset.
+const DefaultSessionIdleTimeout = 30 * time.Minute
 
 // Compaction configures precompaction (seed: "When a tool result reaches
 // the current 2,500-token precompaction threshold ..."). Zero means the
@@ -466,6 +526,9 @@ func (c *Config) validate() error {
 		"agent.contextBudgetTokens":  int64(c.Agent.ContextBudgetTokens),
 		"mcp.maxSchemaDepth":         int64(c.MCP.MaxSchemaDepth),
 		"mcp.notificationsPerSecond": int64(c.MCP.NotificationsPerSecond), "mcp.notificationLogInterval": int64(c.MCP.NotificationLogInterval),
+		"mcp.sessionIdleTimeout": int64(c.MCP.SessionIdleTimeout), "mcp.httpHeaderTimeout": int64(c.MCP.HTTPHeaderTimeout),
+		"mcp.httpBodyTimeout": int64(c.MCP.HTTPBodyTimeout), "mcp.httpMaxBodyBytes": c.MCP.HTTPMaxBodyBytes,
+		"mcp.oauth.clockSkew":    int64(c.MCP.OAuth.ClockSkew),
 		"records.maxBatch":       int64(c.Records.MaxBatch),
 		"agent.contextNoteCalls": int64(c.Agent.ContextNoteCalls),
 	}
@@ -499,6 +562,11 @@ func (c *Config) validate() error {
 	}
 	if t := c.Compaction; t.ThresholdTokens > 0 && t.TargetTokens >= t.ThresholdTokens {
 		return fmt.Errorf("compaction.targetTokens (%d) must be below compaction.thresholdTokens (%d)", t.TargetTokens, t.ThresholdTokens)
+	}
+	if o := c.MCP.OAuth; o.Issuer != "" && o.Resource == "" {
+		return fmt.Errorf("mcp.oauth.resource is required with mcp.oauth.issuer: set it to this server's public URL, such as \"https://tools.example.com/mcp\"")
+	} else if o.Issuer == "" && (o.Resource != "" || o.Audience != "" || len(o.Scopes) > 0 || o.JWKSURL != "") {
+		return fmt.Errorf("mcp.oauth: issuer is not set, so the other keys have no effect; set mcp.oauth.issuer or remove mcp.oauth")
 	}
 	switch c.Records.Sync {
 	case "", "normal", "full":

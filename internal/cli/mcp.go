@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -28,6 +29,7 @@ import (
 func newMCP(o *Options) *cobra.Command {
 	c := common{serveEarly: true, sweepTemps: true}
 	var httpAddr string
+	var printToken bool
 	cmd := &cobra.Command{
 		Use:   "mcp",
 		Short: "Serve the effective tool set as an MCP server (stdio by default)",
@@ -41,13 +43,22 @@ activated tool for hosts that never refresh their list).
 
 Over stdio (the default) stdout carries protocol frames only; logs go to
 stderr. With --http ADDR it serves streamable HTTP at http://ADDR/mcp, one
-fresh run (tool state) per MCP session.`,
+fresh run (tool state) per MCP session. Every HTTP request needs
+"Authorization: Bearer TOKEN": the token of $AIBUDDY_TOKEN, else one aibuddy
+makes (256 random bits) and keeps in the data folder's http-token file (mode
+0600, reused at the next start; the path is printed, the token is not:
+--print-token prints it). A session idle for mcp.sessionIdleTimeout (default
+30 min) is closed and its tool state freed.`,
 		Example: `  aibuddy mcp --workspace ~/src/project
   aibuddy mcp --config aibuddy.json
-  aibuddy mcp --http 127.0.0.1:8765`,
+  aibuddy mcp --http 127.0.0.1:8765
+  export AIBUDDY_TOKEN="$(aibuddy mcp --print-token)"`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
+			if printToken {
+				return c.printToken(cmd.OutOrStdout())
+			}
 			// Over MCP, questions reach the user through elicitation when
 			// the host supports it (else ask_user_question refuses at the
 			// Authorization stage).
@@ -91,7 +102,8 @@ fresh run (tool state) per MCP session.`,
 		},
 	}
 	c.register(cmd)
-	cmd.Flags().StringVar(&httpAddr, "http", "", "serve streamable HTTP on ADDR (host:port) instead of stdio")
+	cmd.Flags().StringVar(&httpAddr, "http", "", "serve streamable HTTP on ADDR (host:port) instead of stdio; every request needs Authorization: Bearer TOKEN")
+	cmd.Flags().BoolVar(&printToken, "print-token", false, "print the bearer token --http requires ($AIBUDDY_TOKEN, else the data folder's http-token, made if missing) on stdout and exit")
 	return cmd
 }
 
@@ -123,12 +135,14 @@ type gateways struct {
 	r    *run
 	opts *mcpserver.Options
 	mu   sync.Mutex
-	all  []*mcpserver.Gateway
-	seen map[*mcpserver.Gateway]bool // gateways that have had a session
+	all  []*mcpserver.Gateway // over HTTP, dropped when their session ends (httpserve.go)
 	// life ends with the command (a signal or the end of the session):
 	// every call in flight is cancelled then.
 	life     context.Context
 	inflight sync.WaitGroup
+	watching sync.WaitGroup              // HTTP sessions being watched for their end
+	closing  bool                        // aibuddy is stopping: a new session is closed at once
+	onDrop   func(gw *mcpserver.Gateway) // when set, told of each gateway dropped (tests)
 }
 
 // add resolves a fresh run (fresh per-run tool state) and serves it.
@@ -167,22 +181,6 @@ func (g *gateways) add() *mcpserver.Gateway {
 func (g *gateways) refresh() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	live := g.all[:0]
-	for _, gw := range g.all {
-		// A gateway whose session has ended (HTTP) is dropped; one whose
-		// session has not started yet stays.
-		if hasSession(gw) {
-			if g.seen == nil {
-				g.seen = map[*mcpserver.Gateway]bool{}
-			}
-			g.seen[gw] = true
-		} else if g.seen[gw] {
-			delete(g.seen, gw)
-			continue
-		}
-		live = append(live, gw)
-	}
-	g.all = live
 	for _, gw := range g.all {
 		// Each gateway keeps its own built-in tools (their per-run state,
 		// such as which files were read) and gets the new MCP tools.
@@ -194,33 +192,70 @@ func (g *gateways) refresh() {
 	}
 }
 
+// serveHTTP serves gw's sessions over streamable HTTP at http://addr/mcp
+// until ctx ends: every request needs the bearer token (httpToken), a
+// session idle for mcp.sessionIdleTimeout is closed and its gateway
+// dropped, and request headers and bodies are read within
+// mcp.httpHeaderTimeout and mcp.httpBodyTimeout.
 func serveHTTP(ctx context.Context, cmd *cobra.Command, r *run, addr string, gw *gateways) error {
-	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server {
-		return gw.add().Server()
-	}, &mcp.StreamableHTTPOptions{Logger: r.logger})
-	mux := http.NewServeMux()
-	guarded := checkOrigin(handler)
-	mux.Handle("/mcp", guarded)
-	mux.Handle("/mcp/", guarded)
+	stderr := cmd.ErrOrStderr()
+	o := httpOptions{Logger: r.logger}
+	httpSettings(r.cfg.MCP, &o)
+	var from string
+	if oa := r.cfg.MCP.OAuth; oa.Issuer != "" {
+		// Discovery and key requests get one request's worth of the
+		// HTTP bounds.
+		client := &http.Client{Timeout: o.HeaderTimeout + o.BodyTimeout}
+		if err := oauthResourceServer(ctx, oa, client, &o); err != nil {
+			return usageErr("%v", err)
+		}
+		from = "oauth"
+	} else {
+		token, src, err := httpToken(r.dataDir, os.Getenv)
+		if err != nil {
+			return usageErr("%v", err)
+		}
+		from = src
+		o.Verify = staticToken(token)
+		o.Bearer = bearerOptions{Realm: "aibuddy", SDK: auth.RequireBearerTokenOptions{AllowMissingExpiration: true},
+			Hint: "send the header Authorization: Bearer <token>, with the token of $" + TokenEnv + " or of the token file aibuddy mcp --http named at start (aibuddy mcp --print-token prints it)"}
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return usageErr("listen on %s: %v", addr, err)
 	}
 	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && !tcp.IP.IsLoopback() {
-		fmt.Fprintf(cmd.ErrOrStderr(), "aibuddy: WARNING: %s is not a loopback address and this endpoint has no authentication: "+
-			"anyone who can reach it can read and write the workspace and run commands as you. Bind 127.0.0.1 unless a proxy in front authenticates.\n", ln.Addr())
+		fmt.Fprintf(stderr, "aibuddy: WARNING: %s is not a loopback address: requests, responses and the bearer token travel unencrypted over plain HTTP, "+
+			"and anyone who learns the token can read and write the workspace and run commands as you. Bind 127.0.0.1 unless a TLS proxy in front terminates the connection.\n", ln.Addr())
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	fmt.Fprintf(cmd.ErrOrStderr(), "aibuddy: serving MCP over streamable HTTP at http://%s/mcp (workspace %s)\n", ln.Addr(), r.sandbox.Workspace())
+	srv := &http.Server{Handler: gw.handler(o), ReadHeaderTimeout: o.HeaderTimeout}
+	fmt.Fprintf(stderr, "aibuddy: serving MCP over streamable HTTP at http://%s/mcp (workspace %s)\n", ln.Addr(), r.sandbox.Workspace())
+	if oa := r.cfg.MCP.OAuth; from == "oauth" {
+		fmt.Fprintf(stderr, "aibuddy: every request needs Authorization: Bearer <access token> from %s for %s (protected-resource metadata: %s)\n",
+			oa.Issuer, oa.Resource, o.Bearer.SDK.ResourceMetadataURL)
+	} else if from == "$"+TokenEnv {
+		fmt.Fprintf(stderr, "aibuddy: every request needs Authorization: Bearer <token>, the token of $%s\n", TokenEnv)
+	} else {
+		fmt.Fprintf(stderr, "aibuddy: every request needs Authorization: Bearer <token>, the token in %s (for a host: export %s=\"$(cat %s)\")\n", from, TokenEnv, shellQuote(from))
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
 	case err := <-errc:
+		gw.closeSessions()
 		return &exitError{code: ExitFailure, err: err}
 	case <-ctx.Done():
+		// Shutdown stops accepting and waits for connections to go idle;
+		// closing the sessions ends their GET streams, so it need not
+		// wait for those.
 		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		_ = srv.Shutdown(shutdown)
+		stopped := make(chan error, 1)
+		go func() { stopped <- srv.Shutdown(shutdown) }()
+		gw.closeSessions()
+		if <-stopped == nil {
+			gw.watching.Wait() // no handler is left to start a watch
+		}
 		return nil
 	}
 }
@@ -280,13 +315,6 @@ func (r *run) serverStatus(server string) (connected bool, why string) {
 	return true, ""
 }
 
-func hasSession(gw *mcpserver.Gateway) bool {
-	for range gw.Server().Sessions() {
-		return true
-	}
-	return false
-}
-
 // isTerminal reports whether r is a terminal (a person typing, not a
 // host's pipe).
 func isTerminal(r io.Reader) bool {
@@ -312,7 +340,8 @@ It is meant to be started by a host, not typed at. Register it:
   Claude Code:      claude mcp add aibuddy -- %s mcp --workspace %s
   mcpServers JSON (Claude Desktop, Cursor, Gemini CLI, ...):
                     {"mcpServers": {"aibuddy": {"command": %s, "args": %s}}}
-  browser or remote host: aibuddy mcp --http 127.0.0.1:8765 (streamable HTTP at http://127.0.0.1:8765/mcp)
+  browser or remote host: aibuddy mcp --http 127.0.0.1:8765 (streamable HTTP at http://127.0.0.1:8765/mcp;
+                    every request needs Authorization: Bearer $AIBUDDY_TOKEN, see aibuddy mcp --print-token)
 `, workspace, shellQuote(exe), shellQuote(workspace), quotedExe, args)
 	if exe == "aibuddy" {
 		fmt.Fprintln(w, "  (hosts start the aibuddy on their PATH: install it with go install ./cmd/aibuddy, or give the binary's absolute path)")
