@@ -36,7 +36,7 @@ func testGateways(t *testing.T, ctx context.Context) *gateways {
 		t.Fatal(err)
 	}
 	t.Cleanup(r.close)
-	opts := &mcpserver.Options{Version: "test", Logger: r.logger, Discovery: r.discovery, Policy: Policy(r.cfg)}
+	opts := &mcpserver.Options{Version: "test", Logger: r.logger, Discovery: r.discovery, Pipeline: r.pipeline(nil)}
 	return &gateways{r: r, opts: opts, life: ctx}
 }
 
@@ -90,7 +90,8 @@ func TestHTTPRequiresBearerOnEveryMethod(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	g := testGateways(t, ctx)
-	ts := httptest.NewServer(g.handler(testHTTPOptions()))
+	posts := &postsDone{h: g.handler(testHTTPOptions())}
+	ts := httptest.NewServer(posts)
 	defer ts.Close()
 	url := ts.URL + "/mcp"
 
@@ -100,6 +101,7 @@ func TestHTTPRequiresBearerOnEveryMethod(t *testing.T) {
 	if sid == "" {
 		t.Fatal("no session id")
 	}
+	posts.wait()
 	if n := g.live(); n != 1 {
 		t.Fatalf("%d gateways after one initialize, want 1", n)
 	}
@@ -149,6 +151,7 @@ func TestHTTPRequiresBearerOnEveryMethod(t *testing.T) {
 			}
 		}
 	}
+	posts.wait()
 	if n := g.live(); n != 1 {
 		t.Errorf("%d gateways after refused requests, want 1 (a refused request makes none)", n)
 	}
@@ -161,6 +164,7 @@ func TestHTTPRequiresBearerOnEveryMethod(t *testing.T) {
 			t.Fatalf("write_file after refused requests: %v %+v", err, res)
 		}
 	}
+	posts.wait()
 	if n := g.live(); n != 1 {
 		t.Errorf("%d gateways after 5 calls in one session, want 1", n)
 	}
@@ -172,6 +176,7 @@ func TestHTTPRequiresBearerOnEveryMethod(t *testing.T) {
 	g.mu.Lock()
 	g.onDrop = func(gw *mcpserver.Gateway) { dropped <- gw }
 	g.mu.Unlock()
+	posts.wait()
 	if n := g.live(); n != 2 {
 		t.Errorf("%d gateways with two sessions, want 2", n)
 	}
@@ -252,7 +257,8 @@ func TestHTTPFailedInitializeMakesNoLastingGateway(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	g := testGateways(t, ctx)
-	ts := httptest.NewServer(g.handler(testHTTPOptions()))
+	posts := &postsDone{h: g.handler(testHTTPOptions())}
+	ts := httptest.NewServer(posts)
 	defer ts.Close()
 	for range 10 {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, ts.URL+"/mcp",
@@ -266,6 +272,7 @@ func TestHTTPFailedInitializeMakesNoLastingGateway(t *testing.T) {
 		}
 		resp.Body.Close()
 	}
+	posts.wait()
 	if n := g.live(); n != 0 {
 		t.Errorf("%d gateways after 10 POSTs that opened no session, want 0", n)
 	}
@@ -455,3 +462,23 @@ func TestHTTPSessionsExpire(t *testing.T) {
 		ln.Close()
 	})
 }
+
+// postsDone serves h and lets a test wait until the handler of every POST
+// it has answered has returned: the gateway bookkeeping (a gateway dropped
+// or watched) runs after the response is written, so a client can read
+// the response before it.
+type postsDone struct {
+	h  http.Handler
+	wg sync.WaitGroup
+}
+
+func (p *postsDone) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	if req.Method == http.MethodPost {
+		p.wg.Add(1)
+		defer p.wg.Done()
+	}
+	p.h.ServeHTTP(w, req)
+}
+
+// wait returns once every POST handler started so far has returned.
+func (p *postsDone) wait() { p.wg.Wait() }
