@@ -337,32 +337,33 @@ func (l *fsLimiter) line(s string) bool {
 
 func (l *fsLimiter) String() string { return l.b.String() }
 
-// checkDenied refuses a path that names one of FSOptions.DeniedPaths, at
-// the Authorization stage (case BH-059): the path as given and, when the
-// sandbox can tell ([sandbox.PathResolver]), where it really points, so a
-// symlink to .env (or through a linked folder) is refused like .env itself.
-func (f *fsTools) checkDenied(ctx context.Context, toolName, p string) error {
+// checkDenied refuses a path whose name is one of FSOptions.DeniedPaths,
+// at the Authorization stage (case BH-059), before the sandbox is asked.
+// It judges the name only: what the name leads to (a symlink to .env,
+// through a linked folder) is judged by the sandbox on the object it
+// opens, with [fsTools.deny] in the request, so a name swapped between
+// this check and the open cannot bring a denied file in (issue 11).
+func (f *fsTools) checkDenied(toolName, p string) error {
 	if len(f.opts.DeniedPaths) == 0 {
 		return nil
 	}
-	deny := func(pat, via string) error {
-		return &tool.Error{Stage: tool.Authorization, Tool: toolName,
-			Msg:  fmt.Sprintf("path %q%s is denied to the file tools by the rule %q", p, via, pat),
-			Hint: "this file is off limits in this workspace; do not try to reach it another way"}
-	}
 	if pat, ok := fsDenied(f.opts.DeniedPaths, p); ok {
-		return deny(pat, "")
-	}
-	if pr, ok := f.sb.(sandbox.PathResolver); ok && p != "" {
-		// A path that cannot be resolved fails in the operation itself
-		// with its own reason.
-		if real, err := pr.ResolvePath(ctx, p); err == nil {
-			if pat, ok := fsDenied(f.opts.DeniedPaths, real); ok {
-				return deny(pat, fmt.Sprintf(" (a link to %q)", real))
-			}
-		}
+		return &tool.Error{Stage: tool.Authorization, Tool: toolName,
+			Msg:  fmt.Sprintf("path %q is denied to the file tools by the rule %q", p, pat),
+			Hint: hintDenied}
 	}
 	return nil
+}
+
+// deny is the sandbox.Deny of every file tool request: FSOptions.
+// DeniedPaths matched (fsDenied) against the real path of what the
+// sandbox opened or a walk met. nil when there are no rules.
+func (f *fsTools) deny() sandbox.Deny {
+	pats := f.opts.DeniedPaths
+	if len(pats) == 0 {
+		return nil
+	}
+	return func(real string) (string, bool) { return fsDenied(pats, real) }
 }
 
 // fsDenied reports the first pattern that p (slash or OS path, relative or
