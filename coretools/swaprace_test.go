@@ -66,7 +66,7 @@ type raceScenario struct {
 type raceCount struct {
 	calls, ok, denied, otherErr int
 	leaks, writes, hangs        int
-	firstLeak                   string
+	firstLeak, firstOther       string
 }
 
 func TestSwapRaceChecksTheOpenedObject(t *testing.T) {
@@ -208,6 +208,11 @@ func TestSwapRaceChecksTheOpenedObject(t *testing.T) {
 				label := c.tool + " " + mustJSON(c.args(0))
 				t.Logf("%-70s calls %4d  ok %4d  denied %4d  other errors %4d | leaks %d  writes through %d  hangs %d | swaps %d",
 					label, cnt.calls, cnt.ok, cnt.denied, cnt.otherErr, cnt.leaks, cnt.writes, cnt.hangs, swaps)
+				if cnt.firstOther != "" {
+					// Honest errors of a raced call (ErrChanged, a stale
+					// edit, an old_string the other object lacks).
+					t.Logf("    first other error: %s", cnt.firstOther)
+				}
 				if cnt.leaks > 0 {
 					t.Errorf("%s: %d of %d calls leaked a secret; first: %s", label, cnt.leaks, cnt.calls, cnt.firstLeak)
 				}
@@ -293,8 +298,8 @@ func runRaceTool(t *testing.T, tools map[string]*tool.Tool, c raceCall, n int, s
 			cnt.denied++
 		default:
 			cnt.otherErr++
-			if os.Getenv("RACE_DEBUG") != "" && cnt.otherErr <= 3 {
-				t.Logf("DEBUG %s: %s %s", c.tool, res.Stage, text)
+			if cnt.firstOther == "" {
+				cnt.firstOther = fmt.Sprintf("%s: %.200s", res.Stage, text)
 			}
 		}
 		for p, want := range targets {
