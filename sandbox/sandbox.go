@@ -263,14 +263,14 @@ type Line struct {
 // image within MaxImageBytes, Data holds its bytes; for binary (or an image
 // over the limit), neither is set and Description says what it is.
 type ReadResult struct {
-	Path        string
-	Kind        ContentKind
-	MIMEType    string    // detected, e.g. "text/plain; charset=utf-8", "image/png"
-	Encoding    string    // text encoding: "utf-8", or e.g. "gb18030", "utf-16le", "windows-1252"; "utf-8 (...)"/"unknown (...)" when bytes are shown as \xNN
-	BOM         bool      // the file starts with a UTF-8 byte order mark (not shown in Lines)
-	Size        int64     // bytes
-	ModTime     time.Time //
-	SHA256      string    // hex digest of the file's first HashedBytes bytes as read
+	Path     string
+	Kind     ContentKind
+	MIMEType string    // detected, e.g. "text/plain; charset=utf-8", "image/png"
+	Encoding string    // text encoding: "utf-8", or e.g. "gb18030", "utf-16le", "windows-1252"; "utf-8 (...)"/"unknown (...)" when bytes are shown as \xNN
+	BOM      bool      // the file starts with a UTF-8 byte order mark (not shown in Lines)
+	Size     int64     // bytes
+	ModTime  time.Time //
+	SHA256   string    // hex digest of the file's first HashedBytes bytes as read
 	// HashedBytes is how many bytes, from the start of the file, SHA256
 	// covers: Size, unless the file is larger than the adapter's read
 	// bound (a default like 64 MiB); then Truncated is set.
@@ -279,13 +279,13 @@ type ReadResult struct {
 	// of the file. SHA256, Lines and TotalLines (then -1) cover only the
 	// first HashedBytes bytes; a line cut by the bound is not returned,
 	// and More is false (lines past the bound cannot be read this way).
-	Truncated bool
-	Lines       []Line    // the window, for text
-	More        bool      // lines exist after the window
-	NextOffset  int       // the Offset that continues after the window, when More
-	TotalLines  int       // lines in the file, or -1 when not counted
-	Data        []byte    // image bytes
-	Description string    // for binary/oversized: e.g. "ELF executable, 65,544 bytes"
+	Truncated   bool
+	Lines       []Line // the window, for text
+	More        bool   // lines exist after the window
+	NextOffset  int    // the Offset that continues after the window, when More
+	TotalLines  int    // lines in the file, or -1 when not counted
+	Data        []byte // image bytes
+	Description string // for binary/oversized: e.g. "ELF executable, 65,544 bytes"
 }
 
 // WriteRequest replaces or creates a file.

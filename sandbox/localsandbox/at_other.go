@@ -99,7 +99,9 @@ func isLinkErr(err error) bool {
 
 func isNotLink(err error) bool { return errors.Is(err, syscall.EINVAL) }
 
-func isSwapErr(err error) bool { return errors.Is(err, syscall.ELOOP) || errors.Is(err, fs.ErrNotExist) }
+func isSwapErr(err error) bool {
+	return errors.Is(err, syscall.ELOOP) || errors.Is(err, fs.ErrNotExist)
+}
 
 // entryInfo is the lstat of e, an entry read from the directory f (opened
 // through os.Root, so its DirEntry lstats relative to it).

@@ -65,7 +65,7 @@ type Options struct {
 
 // Sandbox is a sandbox.Sandbox rooted at a local folder.
 type Sandbox struct {
-	dir  string   // absolute, symlinks resolved
+	dir    string   // absolute, symlinks resolved
 	root   *os.Root // the workspace for Exec's checks and the temporary file sweep
 	rootFd dirH     // the root directory every path walk starts from (confine.go)
 	opts   Options
