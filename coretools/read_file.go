@@ -239,6 +239,8 @@ func formatRead(p string, res *sandbox.ReadResult, offset, limit int, opts *FSOp
 			}
 			c.Next = "continue with read_file " + fsJSON(args)
 			notice = c.Notice()
+		} else if first > 1 && res.Truncated {
+			tail = append(tail, fmt.Sprintf("showing lines %d-%d", first, last))
 		} else if first > 1 {
 			tail = append(tail, fmt.Sprintf("showing lines %d-%d%s (end of file)", first, last, ofTotal(res.TotalLines)))
 		}
@@ -490,6 +492,6 @@ func smallName(p string) string {
 // 67,108,864 bytes of this 10,737,418,240-byte file (the sandbox's
 // maxReadBytes setting); its sha256 covers those bytes only".
 func readBoundNote(res *sandbox.ReadResult) string {
-	return fmt.Sprintf("read_file reads at most the first %s of this %s-byte file (the sandbox's maxReadBytes setting); its sha256 covers those bytes only",
+	return fmt.Sprintf("read_file reads at most the first %s of this %s-byte file (setting sandbox.maxReadBytes); its sha256 covers those bytes only",
 		fsPlural(int(res.HashedBytes), "byte", "bytes"), fsCount(res.Size))
 }

@@ -509,7 +509,7 @@ func (w *pathWalk) checkKind(st statInfo, o want) error {
 		}
 	default:
 		return &sandbox.PathError{Op: w.op, Path: w.display,
-			Reason: "it is a " + kindName(m) + "; the file tools open only regular files and directories (a " + kindName(m) + " could block the call or have side effects)",
+			Reason: "it is a " + kindName(m) + ", which is never opened",
 			Err:    sandbox.ErrSpecialFile}
 	}
 	return nil
