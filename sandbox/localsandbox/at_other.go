@@ -97,6 +97,8 @@ func isLinkErr(err error) bool {
 	return errors.Is(err, syscall.ELOOP) || errors.Is(err, syscall.ENOTDIR)
 }
 
+func isWouldBlock(error) bool { return false }
+
 func isNotLink(err error) bool { return errors.Is(err, syscall.EINVAL) }
 
 func isSwapErr(err error) bool {

@@ -191,6 +191,10 @@ func isSwapErr(err error) bool {
 	return errors.Is(err, unix.ELOOP) || errors.Is(err, unix.EMLINK) || errors.Is(err, unix.ENXIO) || errors.Is(err, unix.ENOENT)
 }
 
+// isWouldBlock reports an O_NONBLOCK open refused because it would wait
+// (a lease held by another process).
+func isWouldBlock(err error) bool { return errors.Is(err, unix.EWOULDBLOCK) }
+
 func retryFd(open func() (int, error)) (int, error) {
 	for {
 		fd, err := open()

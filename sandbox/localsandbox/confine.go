@@ -456,6 +456,12 @@ func (w *pathWalk) run(queue []string, o walkOpts) (*target, error) {
 					queue = append([]string{name}, queue...)
 					continue
 				}
+				if isWouldBlock(err) {
+					// A blocking open would wait for another process's
+					// lease on the file (fcntl F_SETLEASE) to be given up.
+					return nil, &sandbox.PathError{Op: w.op, Path: w.display, Err: err,
+						Reason: "another process holds a lease on the file and has been asked to release it; nothing was done; retry in a moment"}
+				}
 				return nil, w.s.pathErr(w.op, w.display, err)
 			}
 			t.file, t.st = f, fst
