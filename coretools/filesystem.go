@@ -359,30 +359,101 @@ func (f *fsTools) checkDenied(toolName, p string) error {
 // DeniedPaths matched (fsDenied) against the real path of what the
 // sandbox opened or a walk met. nil when there are no rules.
 func (f *fsTools) deny() sandbox.Deny {
-	pats := f.opts.DeniedPaths
-	if len(pats) == 0 {
+	if len(f.opts.DeniedPaths) == 0 {
 		return nil
 	}
-	return func(real string) (string, bool) { return fsDenied(pats, real) }
+	return compileDenied(f.opts.DeniedPaths).match
 }
 
 // fsDenied reports the first pattern that p (slash or OS path, relative or
-// absolute) names: matched against the whole cleaned path and against each
-// of its components.
+// absolute) names: matched (path.Match) against the whole cleaned path and
+// against each of its components. The sandbox calls it once per entry a
+// walk meets (through [fsTools.deny]), so it allocates nothing and
+// compares the usual shapes of a pattern directly (a plain name, "*.pem",
+// ".env.*"), with exactly path.Match's result.
 func fsDenied(patterns []string, p string) (string, bool) {
-	if len(patterns) == 0 || p == "" {
+	return compileDenied(patterns).match(p)
+}
+
+// deniedSet is DeniedPaths with each pattern's shape worked out once:
+// fsDenied's matcher, for the many paths of one walk.
+type deniedSet []shapedGlob
+
+func compileDenied(patterns []string) deniedSet {
+	set := make(deniedSet, len(patterns))
+	for i, pat := range patterns {
+		set[i] = globShape(pat)
+	}
+	return set
+}
+
+// match is fsDenied(patterns, p).
+func (set deniedSet) match(p string) (string, bool) {
+	if len(set) == 0 || p == "" {
 		return "", false
 	}
 	clean := path.Clean(filepath.ToSlash(p))
-	for _, pat := range patterns {
-		if ok, _ := path.Match(pat, clean); ok {
-			return pat, true
+	rest := strings.TrimPrefix(clean, "/")
+	for _, g := range set {
+		if g.match(clean) {
+			return g.pat, true
 		}
-		for _, c := range strings.Split(strings.TrimPrefix(clean, "/"), "/") {
-			if ok, _ := path.Match(pat, c); ok {
-				return pat, true
+		for c := rest; ; {
+			i := strings.IndexByte(c, '/')
+			if i < 0 {
+				if g.match(c) {
+					return g.pat, true
+				}
+				break
 			}
+			if g.match(c[:i]) {
+				return g.pat, true
+			}
+			c = c[i+1:]
 		}
 	}
 	return "", false
+}
+
+// shapedGlob is a path.Match pattern with its shape: '=' a plain name,
+// '*' "*LIT", '^' "LIT*" (LIT without metacharacters), 0 anything else.
+type shapedGlob struct {
+	pat   string
+	shape byte
+	lit   string
+}
+
+func globShape(pat string) shapedGlob {
+	metaAt := func(s string) bool {
+		for i := 0; i < len(s); i++ {
+			switch s[i] {
+			case '*', '?', '[', '\\':
+				return true
+			}
+		}
+		return false
+	}
+	switch {
+	case !metaAt(pat):
+		return shapedGlob{pat: pat, shape: '=', lit: pat}
+	case len(pat) > 1 && pat[0] == '*' && !metaAt(pat[1:]):
+		return shapedGlob{pat: pat, shape: '*', lit: pat[1:]}
+	case len(pat) > 1 && pat[len(pat)-1] == '*' && !metaAt(pat[:len(pat)-1]):
+		return shapedGlob{pat: pat, shape: '^', lit: pat[:len(pat)-1]}
+	}
+	return shapedGlob{pat: pat}
+}
+
+// match is path.Match(g.pat, s), false for a malformed pattern.
+func (g shapedGlob) match(s string) bool {
+	switch g.shape {
+	case '=':
+		return g.lit == s
+	case '*':
+		return strings.HasSuffix(s, g.lit) && strings.IndexByte(s[:len(s)-len(g.lit)], '/') < 0
+	case '^':
+		return strings.HasPrefix(s, g.lit) && strings.IndexByte(s[len(g.lit):], '/') < 0
+	}
+	ok, _ := path.Match(g.pat, s)
+	return ok
 }
