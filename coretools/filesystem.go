@@ -70,8 +70,11 @@ type FSOptions struct {
 	// write_file, edit_file, ls, glob and grep naming one fail at the
 	// Authorization stage; glob and grep over a folder skip matching files
 	// and directories, so a denied file's name and content never reach the
-	// model (case BH-059). The shell is not bound by these rules (see
-	// approval.Policy for execute). Default none.
+	// model (case BH-059). The rules judge the name asked for and, through
+	// sandbox.Deny in every request, the real path of what the sandbox
+	// actually opened or a walk met (a link, a linked folder, a name
+	// swapped between the two: issue 11). The shell is not bound by these
+	// rules (see approval.Policy for execute). Default none.
 	DeniedPaths []string
 }
 

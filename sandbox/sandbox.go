@@ -155,8 +155,9 @@ func (e *EditError) Unwrap() error { return e.Err }
 // it really points: a slash-separated path relative to the workspace root
 // ("." for the root) with every symlink followed; a part that does not
 // exist yet resolves lexically. Errors are *PathError (an escape wraps
-// ErrOutsideWorkspace). The file tools use it so that a rule on a file's
-// name also holds for a symlink to it (case BH-059).
+// ErrOutsideWorkspace). It answers for the moment it is asked: a rule that
+// must hold for the object an operation opens belongs in the request's
+// [Deny], which the adapter applies to what it actually opened.
 type PathResolver interface {
 	ResolvePath(ctx context.Context, p string) (string, error)
 }

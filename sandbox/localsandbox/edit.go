@@ -37,8 +37,13 @@ import (
 // ExpectedSHA256 that differs from the file's digest fails with ErrStale
 // inside a *sandbox.PathError. On any failure nothing is written: bytes, size
 // and modification time stay, and no temporary file remains (BH-006). The
-// write itself is atomic, as in Write; a file changed on disk between read
-// and rename fails with ErrStale.
+// write itself is atomic, as in Write. What is read and replaced is the one
+// object the path walk opened (req.Deny applied to its real path first; a
+// FIFO, socket or device refused unopened): the rename lands only if the
+// name still holds that file, unchanged (same file, size and modification
+// time, checked under the rename lock, which is held only for that check
+// and the rename); otherwise ErrStale (modified) or ErrChanged (replaced by
+// another kind of object), and nothing is written.
 //
 // The result's Bytes and SHA256 are read back from disk, and Region holds
 // the changed lines as now on disk with up to 3 lines of context (at most 40

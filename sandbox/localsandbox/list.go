@@ -21,8 +21,12 @@ import (
 // The directory itself may be reached through a symlink that stays inside
 // the workspace (entry paths then use the requested path); one that leads
 // outside fails with a *sandbox.PathError wrapping ErrOutsideWorkspace.
+// req.Deny judges the directory's real path (ErrDenied) and each entry's,
+// leaving denied entries out; subdirectories are opened without following
+// any link, and not below Options.MaxPathDepth.
 // When ctx is done mid-walk, List returns what it found with Partial set
-// and a nil error. Other errors: ErrNotFound, ErrNotDir.
+// and a nil error. Other errors: ErrNotFound, ErrNotDir, ErrSpecialFile,
+// ErrTooDeep.
 func (s *Sandbox) List(ctx context.Context, req sandbox.ListRequest) (*sandbox.ListResult, error) {
 	const op = sandbox.OpList
 	if err := ctx.Err(); err != nil {

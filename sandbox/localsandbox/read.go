@@ -13,7 +13,6 @@ import (
 	_ "image/jpeg"
 	_ "image/png"
 	"io"
-	"io/fs"
 	"net/http"
 	"unicode/utf8"
 
@@ -48,9 +47,15 @@ var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
 // Data when Size <= MaxImageBytes (default 5 MiB), otherwise only a
 // Description with format, dimensions and size.
 //
-// SHA256 always covers the whole file as streamed. Errors: *sandbox.PathError
-// wrapping ErrOutsideWorkspace, ErrNotFound, ErrIsDir or ErrUnsupported (not
-// a regular file); ctx's error when ctx is done.
+// At most Options.MaxReadBytes (default 64 MiB) of the file are read:
+// SHA256 covers the bytes read (HashedBytes; the whole file unless it is
+// larger), and past the bound Truncated is set, TotalLines is -1 and a line
+// the bound cut is not returned. The file is the one object the path walk
+// opened (req.Deny applied to its real path first).
+//
+// Errors: *sandbox.PathError wrapping ErrOutsideWorkspace, ErrDenied,
+// ErrSpecialFile (a FIFO, socket or device, refused unopened), ErrTooDeep,
+// ErrNotFound or ErrIsDir; ctx's error when ctx is done.
 func (s *Sandbox) Read(ctx context.Context, req sandbox.ReadRequest) (*sandbox.ReadResult, error) {
 	const op = sandbox.OpRead
 	if err := ctx.Err(); err != nil {
@@ -264,23 +269,6 @@ func binaryDescription(head []byte, size int64, mime string) string {
 		what += " (" + mime + ")"
 	}
 	return fmt.Sprintf("%s, %s bytes, not shown; use execute with xxd or strings for a bounded view", what, commas(size))
-}
-
-// kindOf names what a non-regular file is: "directory", "symbolic link".
-func kindOf(fi fs.FileInfo) string {
-	switch m := fi.Mode(); {
-	case m.IsDir():
-		return "directory"
-	case m&fs.ModeSymlink != 0:
-		return "symbolic link"
-	case m&fs.ModeNamedPipe != 0:
-		return "named pipe"
-	case m&fs.ModeSocket != 0:
-		return "socket"
-	case m&fs.ModeDevice != 0:
-		return "device"
-	}
-	return "special file"
 }
 
 // commas formats n with thousands separators (golang.org/x/text/message, English): 65544 -> "65,544".

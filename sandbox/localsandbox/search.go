@@ -66,8 +66,14 @@ import (
 // with Partial set, FilesSearched saying how far it got, and a nil error
 // (BH-018).
 //
+// req.Deny judges req.Path's real path (ErrDenied) and every entry's, a
+// followed link's target included: a denied file is never listed or
+// opened, a denied directory never entered. The walk does not descend
+// below Options.MaxPathDepth components.
+//
 // Errors: ErrBadPattern (unknown mode, bad glob or regexp, in a
-// *sandbox.PathError), and for req.Path: ErrOutsideWorkspace, ErrNotFound.
+// *sandbox.PathError), and for req.Path: ErrOutsideWorkspace, ErrDenied,
+// ErrSpecialFile, ErrTooDeep, ErrNotFound.
 func (s *Sandbox) Search(ctx context.Context, req sandbox.SearchRequest) (*sandbox.SearchResult, error) {
 	const op = sandbox.OpSearch
 	if err := ctx.Err(); err != nil {

@@ -21,18 +21,24 @@ import (
 // process killed mid-write (".aibuddy-tmp-<pid>-...") is removed by the
 // next New on the workspace (tempfiles.go). An existing file keeps its
 // permission bits; a new one gets 0666 minus the umask. Missing parent
-// directories are created one component at a time through the root (unless
-// req.NoCreateParents), after the whole path was checked, so nothing is
-// created outside the workspace (BH-058).
+// directories are created one component at a time, each relative to the
+// descriptor of the one above (unless req.NoCreateParents), after the path
+// the file will have was judged (inside, req.Deny, the depth bound), so
+// nothing is created outside the workspace or under a denied folder
+// (BH-058). The temporary file is created and renamed relative to the
+// target directory's descriptor; renameat never follows a link at the
+// name, so a link swapped in there is replaced, never written through.
 //
 // A final component that is a symlink is followed only when its target is
 // inside the workspace and exists; a link leading outside or dangling fails
-// with sandbox.ErrOutsideWorkspace and nothing is written (BH-057).
+// with sandbox.ErrOutsideWorkspace and nothing is written (BH-057). req.Deny
+// judges the real path the content lands on.
 //
-// The result's Bytes and SHA256 are read back from disk after the rename.
-// Errors: *sandbox.PathError wrapping ErrOutsideWorkspace, ErrIsDir,
-// ErrNotDir, ErrNotFound (a missing parent with NoCreateParents) or an OS
-// error; ctx's error when ctx is done before the rename.
+// The result's Bytes and SHA256 are read back from the renamed file, after
+// the rename. Errors: *sandbox.PathError wrapping ErrOutsideWorkspace,
+// ErrDenied, ErrSpecialFile, ErrTooDeep, ErrIsDir, ErrNotDir, ErrNotFound
+// (a missing parent with NoCreateParents) or an OS error; ctx's error when
+// ctx is done before the rename.
 func (s *Sandbox) Write(ctx context.Context, req sandbox.WriteRequest) (*sandbox.WriteResult, error) {
 	const op = sandbox.OpWrite
 	if err := ctx.Err(); err != nil {
