@@ -293,6 +293,13 @@ func runObjects(t *testing.T, newSandbox NewFunc) {
 
 	t.Run("a huge sparse file is read and hashed within a bound", func(t *testing.T) {
 		e := newEnv(t, newSandbox)
+		// The control: a small file is hashed whole, and says so.
+		e.write("small.txt", "one\ntwo\n")
+		r, err := e.sb.Read(e.ctx, sandbox.ReadRequest{Path: "small.txt"})
+		noError(t, err)
+		if r.Truncated || r.HashedBytes != 8 || r.SHA256 != sha("one\ntwo\n") || r.TotalLines != 2 {
+			t.Errorf("small.txt: Truncated %v, HashedBytes %d, SHA256 %s, TotalLines %d; want false, 8, the whole file's, 2", r.Truncated, r.HashedBytes, r.SHA256, r.TotalLines)
+		}
 		const size = 10 << 30 // 10 GiB, of which only the first bytes are data
 		// Text for more than the first 8 KiB, so the file reads as text;
 		// then a hole: one "line" of 10 GiB of NUL bytes.
