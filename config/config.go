@@ -308,6 +308,20 @@ type Sandbox struct {
 	// the exit; then they are killed and the result says so. A duration;
 	// default 1 s (localsandbox.DefaultDrainGrace).
 	DrainGrace Duration `json:"drainGrace,omitempty"`
+	// MaxPathDepth bounds the components of a path the file tools
+	// resolve, as given and as its symlinks expand: a deeper one is
+	// refused at once (Parameters stage), and ls, glob and grep do not
+	// descend below it. Components; default 256
+	// (localsandbox.Options.MaxPathDepth).
+	MaxPathDepth int `json:"maxPathDepth,omitempty"`
+	// MaxPathBytes bounds the bytes of such a path, the same way. Bytes;
+	// default 4,096 (Linux's PATH_MAX).
+	MaxPathBytes int `json:"maxPathBytes,omitempty"`
+	// MaxReadBytes bounds the bytes one read_file reads of a file: its
+	// window, line count and sha256 come from at most this many bytes from
+	// the start, and a larger file's result says what the digest covers.
+	// Bytes; default 67,108,864 (64 MiB).
+	MaxReadBytes int64 `json:"maxReadBytes,omitempty"`
 }
 
 // Limits are the built-in tools' bounds. Zero means the default given.
@@ -516,7 +530,9 @@ func (c *Config) validate() error {
 		"limits.execHeartbeat": int64(l.ExecHeartbeat), "limits.execMaxOutputChars": int64(l.ExecMaxOutputChars),
 		"limits.execMaxOutputFileBytes": l.ExecMaxOutputFileBytes, "limits.dataDirMaxBytes": l.DataDirMaxBytes,
 		"sandbox.killDelay": int64(c.Sandbox.KillDelay), "sandbox.drainGrace": int64(c.Sandbox.DrainGrace),
-		"discovery.perServer": int64(c.Discovery.PerServer), "discovery.total": int64(c.Discovery.Total),
+		"sandbox.maxPathDepth": int64(c.Sandbox.MaxPathDepth), "sandbox.maxPathBytes": int64(c.Sandbox.MaxPathBytes),
+		"sandbox.maxReadBytes": c.Sandbox.MaxReadBytes,
+		"discovery.perServer":  int64(c.Discovery.PerServer), "discovery.total": int64(c.Discovery.Total),
 		"limits.resultMaxChars":   int64(l.ResultMaxChars),
 		"discovery.searchResults": int64(c.Discovery.SearchResults), "discovery.searchMax": int64(c.Discovery.SearchMax),
 		"dataRetention": int64(c.DataRetention), "mcp.initTimeout": int64(c.MCP.InitTimeout), "mcp.callTimeout": int64(c.MCP.CallTimeout), "mcp.startupWait": int64(c.MCP.StartupWait), "mcp.maxFrameBytes": c.MCP.MaxFrameBytes, "mcp.drainGrace": int64(c.MCP.DrainGrace),

@@ -94,14 +94,14 @@ func (f *fsTools) editFile(ctx context.Context, call *tool.Call) (*tool.Result, 
 		return nil, err
 	}
 	in.Path = fsPathArg(in.Path) // a name as ls, glob and grep print it (pathquote.go)
-	if err := f.checkDenied(ctx, "edit_file", in.Path); err != nil {
+	if err := f.checkDenied("edit_file", in.Path); err != nil {
 		return nil, err
 	}
 	edits, perr := in.replacements()
 	if perr != nil {
 		return nil, perr
 	}
-	req := sandbox.EditRequest{Path: in.Path, Edits: edits}
+	req := sandbox.EditRequest{Path: in.Path, Edits: edits, Deny: f.deny(true)}
 	expected, checked := f.lastSeen(in.Path)
 	if checked {
 		req.ExpectedSHA256 = expected

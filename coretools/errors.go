@@ -3,7 +3,10 @@ package coretools
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
+	"path"
+	"path/filepath"
 	"strings"
 
 	"github.com/aibuddy/aibuddy/sandbox"
@@ -28,6 +31,9 @@ const (
 	hintUnsupported = "this sandbox does not offer the operation; use another tool"
 	hintCancelled   = "the call was stopped; inspect the state before retrying"
 	hintExecution   = "inspect the state (ls or read_file) before retrying"
+	hintDenied      = "this file is off limits in this workspace; do not try to reach it another way"
+	hintSpecial     = "the file tools read and write regular files only; a FIFO, socket or device could block the call or have side effects (use execute if you mean to use it)"
+	hintTooDeep     = "use a shorter path (fewer folders, or fewer links on the way), or raise the sandbox setting the message names"
 )
 
 // Messages of the Parameters errors edit_file raises before it calls the
@@ -42,6 +48,11 @@ const (
 //
 //   - sandbox.ErrOutsideWorkspace -> Authorization, hint "use a path inside
 //     the workspace" (cases BH-055, BH-057, BH-058); fs.ErrPermission too;
+//   - sandbox.ErrDenied (the object opened is denied by FSOptions.
+//     DeniedPaths, judged on its real path) and sandbox.ErrSpecialFile (a
+//     FIFO, socket or device, refused unopened) -> Authorization;
+//   - sandbox.ErrTooDeep (more components or bytes than the sandbox
+//     resolves) -> Parameters;
 //   - ErrNotFound, ErrIsDir, ErrNotDir, ErrNoMatch, ErrAmbiguous, ErrNoOp,
 //     ErrEmptyOld, ErrEncoding, ErrBadPattern -> Parameters, with a next
 //     step each;
@@ -69,6 +80,20 @@ func fsError(err error, toolName, p string) *tool.Error {
 	switch {
 	case errors.Is(err, sandbox.ErrOutsideWorkspace):
 		e.Stage, e.Hint = tool.Authorization, hintOutside
+	case errors.Is(err, sandbox.ErrDenied):
+		e.Stage, e.Hint = tool.Authorization, hintDenied
+		var de *sandbox.DeniedError
+		if errors.As(err, &de) {
+			via := ""
+			if de.Real != path.Clean(filepath.ToSlash(p)) {
+				via = fmt.Sprintf(" (a link to %q)", de.Real)
+			}
+			e.Msg = fmt.Sprintf("path %q%s is denied to the file tools by the rule %q", p, via, de.Rule)
+		}
+	case errors.Is(err, sandbox.ErrSpecialFile):
+		e.Stage, e.Hint = tool.Authorization, hintSpecial
+	case errors.Is(err, sandbox.ErrTooDeep):
+		e.Stage, e.Hint = tool.Parameters, hintTooDeep
 	case errors.Is(err, fs.ErrPermission):
 		e.Stage, e.Hint = tool.Authorization, hintPermission
 	case errors.Is(err, sandbox.ErrChanged):

@@ -71,8 +71,11 @@ type FSOptions struct {
 	// write_file, edit_file, ls, glob and grep naming one fail at the
 	// Authorization stage; glob and grep over a folder skip matching files
 	// and directories, so a denied file's name and content never reach the
-	// model (case BH-059). The shell is not bound by these rules (see
-	// approval.Policy for execute). Default none. Matched by
+	// model (case BH-059). The rules judge the name asked for and, through
+	// sandbox.Deny in every request, the real path of what the sandbox
+	// actually opened or a walk met (a link, a linked folder, a name
+	// swapped between the two: issue 11). The shell is not bound by these
+	// rules (see approval.Policy for execute). Default none. Matched by
 	// permissions.LegacyPaths (the matcher the approval gate uses too).
 	DeniedPaths []string
 	// Permissions is the settings' permissions block: its deny rules for
@@ -361,33 +364,35 @@ func (l *fsLimiter) line(s string) bool {
 
 func (l *fsLimiter) String() string { return l.b.String() }
 
-// checkDenied refuses a path that names one of FSOptions.DeniedPaths, at
-// the Authorization stage (case BH-059): the path as given and, when the
-// sandbox can tell ([sandbox.PathResolver]), where it really points, so a
-// symlink to .env (or through a linked folder) is refused like .env itself.
-func (f *fsTools) checkDenied(ctx context.Context, toolName, p string) error {
+// checkDenied refuses a path whose name is denied to the file tools
+// (FSOptions.DeniedPaths and the permissions block's Read/Edit deny
+// rules), at the Authorization stage (case BH-059), before the sandbox is
+// asked. It judges the name only: what the name leads to (a symlink to
+// .env, through a linked folder) is judged by the sandbox on the object it
+// opens, with [fsTools.deny] in the request, so a name swapped between
+// this check and the open cannot bring a denied file in (issue 11).
+func (f *fsTools) checkDenied(toolName, p string) error {
 	if f.opts.Denied.Empty() {
 		return nil
 	}
 	write := toolName == "write_file" || toolName == "edit_file"
-	deny := func(pat, via string) error {
-		return &tool.Error{Stage: tool.Authorization, Tool: toolName,
-			Msg:  fmt.Sprintf("path %q%s is denied to the file tools by %s", p, via, pat),
-			Hint: "this file is off limits in this workspace; do not try to reach it another way"}
-	}
 	if pat, ok := fsDenied(f.opts.Denied, p, write); ok {
-		return deny(pat, "")
-	}
-	if pr, ok := f.sb.(sandbox.PathResolver); ok && p != "" {
-		// A path that cannot be resolved fails in the operation itself
-		// with its own reason.
-		if real, err := pr.ResolvePath(ctx, p); err == nil {
-			if pat, ok := fsDenied(f.opts.Denied, real, write); ok {
-				return deny(pat, fmt.Sprintf(" (a link to %q)", real))
-			}
-		}
+		return &tool.Error{Stage: tool.Authorization, Tool: toolName,
+			Msg:  fmt.Sprintf("path %q is denied to the file tools by the rule %s", p, pat),
+			Hint: hintDenied}
 	}
 	return nil
+}
+
+// deny is the sandbox.Deny of a file tool request: the denied-path rules
+// (fsDenied) matched against the real path of what the sandbox opened or
+// a walk met, for writing when write is set. nil when there are no rules.
+func (f *fsTools) deny(write bool) sandbox.Deny {
+	if f.opts.Denied.Empty() {
+		return nil
+	}
+	d := f.opts.Denied
+	return func(real string) (string, bool) { return d.Match(real, write) }
 }
 
 // fsDenied reports the first denied-path rule that p (slash or OS path,

@@ -84,17 +84,17 @@ func (f *fsTools) glob(ctx context.Context, call *tool.Call) (*tool.Result, erro
 // kept; only a walk that found nothing to return is an Execution error
 // (case BH-018: never a bare "timeout" when there are results).
 func (f *fsTools) search(ctx context.Context, name string, req sandbox.SearchRequest) (*sandbox.SearchResult, error) {
-	if err := f.checkDenied(ctx, name, req.Path); err != nil {
+	if err := f.checkDenied(name, req.Path); err != nil {
 		return nil, err
 	}
 	if err := f.refuseGitDir(ctx, name, req); err != nil {
 		return nil, err
 	}
-	// Denied paths are never searched: their names are not listed and
-	// their content never matched (BH-059).
-	if !f.opts.Denied.Empty() {
-		req.Skip = func(rel string) bool { _, denied := fsDenied(f.opts.Denied, rel, false); return denied }
-	}
+	// Denied paths are never searched: the sandbox applies the rules to
+	// the real path of every entry it meets, so their names are not
+	// listed and their content never matched (BH-059), whatever name
+	// leads to them.
+	req.Deny = f.deny(false)
 	wctx, cancel, timedOut := f.walkContext(ctx)
 	defer cancel()
 	res, err := f.sb.Search(wctx, req)

@@ -47,7 +47,7 @@ func (f *fsTools) ls(ctx context.Context, call *tool.Call) (*tool.Result, error)
 		return nil, err
 	}
 	in.Path = fsPathArg(in.Path)
-	if err := f.checkDenied(ctx, "ls", in.Path); err != nil {
+	if err := f.checkDenied("ls", in.Path); err != nil {
 		return nil, err
 	}
 	depth := min(max(in.Depth, 1), f.opts.LsMaxDepth)
@@ -59,6 +59,7 @@ func (f *fsTools) ls(ctx context.Context, call *tool.Call) (*tool.Result, error)
 	defer cancel()
 	res, err := f.sb.List(wctx, sandbox.ListRequest{
 		Path: in.Path, Depth: depth, MaxEntries: maxEntries, IncludeHidden: in.IncludeHidden,
+		Deny: f.deny(false),
 	})
 	if err != nil && !(timedOut() && res != nil) {
 		if timedOut() {

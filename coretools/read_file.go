@@ -11,6 +11,7 @@ import (
 	_ "image/png"  // register PNG
 	"net/http"
 	"path"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -57,7 +58,7 @@ func (f *fsTools) readFile(ctx context.Context, call *tool.Call) (*tool.Result, 
 		return nil, err
 	}
 	in.Path = fsPathArg(in.Path) // a name as ls, glob and grep print it (pathquote.go)
-	if err := f.checkDenied(ctx, "read_file", in.Path); err != nil {
+	if err := f.checkDenied("read_file", in.Path); err != nil {
 		return nil, err
 	}
 	limit := f.opts.ReadMaxLines
@@ -72,11 +73,16 @@ func (f *fsTools) readFile(ctx context.Context, call *tool.Call) (*tool.Result, 
 		MaxLineChars:  f.opts.ReadMaxLineChars,
 		MaxBytes:      f.opts.ReadMaxBytes,
 		MaxImageBytes: f.opts.ReadMaxImageBytes,
+		Deny:          f.deny(false),
 	})
 	if err != nil {
 		return nil, fsError(err, "read_file", in.Path)
 	}
-	f.remember(res.SHA256, in.Path, res.Path)
+	if !res.Truncated {
+		// A digest of part of the file says nothing about the rest: it
+		// never becomes edit_file's expected digest.
+		f.remember(res.SHA256, in.Path, res.Path)
+	}
 	switch res.Kind {
 	case sandbox.KindImage:
 		return formatImage(in.Path, res, f.opts.ReadMaxImageBytes)
@@ -124,7 +130,17 @@ func formatRead(p string, res *sandbox.ReadResult, offset, limit int, opts *FSOp
 		"bytes":       res.Size,
 		"total_lines": res.TotalLines,
 	}
+	bounded := ""
+	if res.Truncated {
+		ev["sha256_bytes"] = res.HashedBytes
+		ev["read_truncated"] = true
+		bounded = readBoundNote(res)
+	}
 	if len(res.Lines) == 0 {
+		if res.Truncated && offset > 1 {
+			return "", nil, tool.Errorf(tool.Parameters, "offset %d lies past what read_file reads of %s: %s", offset, p, bounded).
+				WithHint(fmt.Sprintf("use execute for lines past that point, e.g. `sed -n '%d,%dp' %s`", offset, offset+99, fsShellQuote(p)))
+		}
 		if offset > 1 && res.Size > 0 {
 			e := tool.Errorf(tool.Parameters, "offset %d is past the end of %s (%s)", offset, p, linesOf(res.TotalLines))
 			if res.TotalLines > 0 {
@@ -224,6 +240,8 @@ func formatRead(p string, res *sandbox.ReadResult, offset, limit int, opts *FSOp
 			}
 			c.Next = "continue with read_file " + fsJSON(args)
 			notice = c.Notice()
+		} else if first > 1 && res.Truncated {
+			tail = append(tail, fmt.Sprintf("showing lines %d-%d", first, last))
 		} else if first > 1 {
 			tail = append(tail, fmt.Sprintf("showing lines %d-%d%s (end of file)", first, last, ofTotal(res.TotalLines)))
 		}
@@ -240,6 +258,9 @@ func formatRead(p string, res *sandbox.ReadResult, offset, limit int, opts *FSOp
 		}
 		if rest := cuts - maxTruncationNotes; rest > 0 {
 			tail = append(tail, fmt.Sprintf("%s also truncated to %s characters", fsPlural(rest, "more line", "more lines"), fsCount(int64(opts.ReadMaxLineChars))))
+		}
+		if bounded != "" && next == 0 {
+			tail = append(tail, bounded+"; lines after "+strconv.Itoa(last)+" are not shown")
 		}
 		if notice != "" {
 			tail = append(tail, notice)
@@ -371,7 +392,13 @@ func formatBinary(p string, res *sandbox.ReadResult) *tool.Result {
 	}
 	text := fmt.Sprintf("%s: %s, e.g. `xxd -l 512 %s` or `strings -n 8 %s | head -100`",
 		p, strings.TrimRight(desc, ". "), fsShellQuote(p), fsShellQuote(p))
-	return tool.TextWith(text, tool.Evidence{"path": p, "kind": "binary", "bytes": res.Size, "sha256": res.SHA256})
+	ev := tool.Evidence{"path": p, "kind": "binary", "bytes": res.Size, "sha256": res.SHA256}
+	if res.Truncated {
+		ev["sha256_bytes"] = res.HashedBytes
+		ev["read_truncated"] = true
+		text += "\n" + readBoundNote(res)
+	}
+	return tool.TextWith(text, ev)
 }
 
 // formatImage is read_file's answer for an image (case BH-013): an image
@@ -459,4 +486,13 @@ func fsShellQuote(p string) string {
 // "a/shot.small.jpg".
 func smallName(p string) string {
 	return strings.TrimSuffix(p, path.Ext(p)) + ".small.jpg"
+}
+
+// readBoundNote says that the sandbox stopped reading a file at its read
+// bound, and what the digest covers: "read_file reads at most the first
+// 67,108,864 bytes of this 10,737,418,240-byte file (the sandbox's
+// maxReadBytes setting); its sha256 covers those bytes only".
+func readBoundNote(res *sandbox.ReadResult) string {
+	return fmt.Sprintf("read_file reads at most the first %s of this %s-byte file (setting sandbox.maxReadBytes); its sha256 covers those bytes only",
+		fsPlural(int(res.HashedBytes), "byte", "bytes"), fsCount(res.Size))
 }

@@ -47,10 +47,10 @@ func (f *fsTools) writeFile(ctx context.Context, call *tool.Call) (*tool.Result,
 		return nil, err
 	}
 	in.Path = fsPathArg(in.Path) // a name as ls, glob and grep print it (pathquote.go)
-	if err := f.checkDenied(ctx, "write_file", in.Path); err != nil {
+	if err := f.checkDenied("write_file", in.Path); err != nil {
 		return nil, err
 	}
-	res, err := f.sb.Write(ctx, sandbox.WriteRequest{Path: in.Path, Content: []byte(in.Content)})
+	res, err := f.sb.Write(ctx, sandbox.WriteRequest{Path: in.Path, Content: []byte(in.Content), Deny: f.deny(true)})
 	if err != nil {
 		return nil, fsError(err, "write_file", in.Path)
 	}

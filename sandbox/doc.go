@@ -16,6 +16,12 @@
 // or a symlink, fails with an error wrapping [ErrOutsideWorkspace], and
 // nothing outside is read, written or created.
 //
+// A request's [Deny] rule is applied by the adapter to the real path of
+// the object it actually opened (and to every entry a walk meets), never
+// only to the name asked for; a FIFO, socket or device is refused without
+// blocking (ErrSpecialFile); a path deeper than the adapter resolves fails
+// with ErrTooDeep.
+//
 // Bounds are applied at the source: every request carries its limits and
 // every result says when a limit was hit (Truncated) or a deadline stopped a
 // walk early (Partial), so a caller never has to hold more than it asked for.

@@ -71,7 +71,37 @@ var (
 	// ErrBadPattern: a glob or regular expression does not compile.
 	// Parameters stage.
 	ErrBadPattern = errors.New("invalid pattern")
+	// ErrDenied: the object a path leads to (its real path, every link
+	// followed, as found when it was opened) is denied by the request's
+	// [Deny] rule. PathError.Reason names the rule and the real path.
+	// Authorization stage; nothing was read or written.
+	ErrDenied = errors.New("path is denied by a rule")
+	// ErrSpecialFile: the path is a named pipe (FIFO), socket or device,
+	// which the file operations never open for content (a FIFO's open or
+	// read blocks, a device's read may never end or have side effects).
+	// Found without blocking; PathError.Reason names what it is.
+	// Authorization stage.
+	ErrSpecialFile = errors.New("not a regular file or directory")
+	// ErrTooDeep: the path, or what its links expand to, has more
+	// components or bytes than the adapter resolves (a default like 256
+	// components, 4,096 bytes; PathError.Reason names the bound and the
+	// setting). Parameters stage; nothing was touched.
+	ErrTooDeep = errors.New("path too deep or too long")
 )
+
+// Deny decides whether the file operations may touch an object, given its
+// real path: slash-separated, relative to the workspace root ("." for the
+// root), every symlink followed, as the adapter found it when it opened the
+// object (or, for a write, the name the new content is renamed onto). It
+// returns the rule that denies the object and true, or "" and false to
+// allow it. Adapters call it on what they actually opened, before any of
+// its bytes are read or written, and on every entry a walk (List, Search)
+// reports or enters, so a name swapped between a caller's check and the
+// open cannot bring a denied object in (issue 11); a denied object fails
+// with ErrDenied (a walk leaves it out). A nil Deny allows everything. It
+// must be safe for concurrent use and cheap: a walk calls it once per
+// entry.
+type Deny func(real string) (rule string, denied bool)
 
 // PathError is an error about one path, with the path as the caller gave it
 // and, for confinement failures, how it escaped ("via symlink leak").
@@ -91,6 +121,16 @@ func (e *PathError) Error() string {
 }
 
 func (e *PathError) Unwrap() error { return e.Err }
+
+// DeniedError is the Err of a *PathError when a [Deny] rule refused the
+// object: the rule and the real path it judged. It matches ErrDenied.
+type DeniedError struct {
+	Rule string // as Deny returned it, e.g. ".env"
+	Real string // workspace-relative, every link followed
+}
+
+func (e *DeniedError) Error() string { return ErrDenied.Error() }
+func (e *DeniedError) Unwrap() error { return ErrDenied }
 
 // EditError details a failed replacement: which one (0-based index into
 // EditRequest.Edits), how many matches there were and on which lines, and
@@ -115,8 +155,9 @@ func (e *EditError) Unwrap() error { return e.Err }
 // it really points: a slash-separated path relative to the workspace root
 // ("." for the root) with every symlink followed; a part that does not
 // exist yet resolves lexically. Errors are *PathError (an escape wraps
-// ErrOutsideWorkspace). The file tools use it so that a rule on a file's
-// name also holds for a symlink to it (case BH-059).
+// ErrOutsideWorkspace). It answers for the moment it is asked: a rule that
+// must hold for the object an operation opens belongs in the request's
+// [Deny], which the adapter applies to what it actually opened.
 type PathResolver interface {
 	ResolvePath(ctx context.Context, p string) (string, error)
 }
@@ -174,6 +215,10 @@ type ListRequest struct {
 	Depth         int    // levels to descend; 0 or 1 means direct children only
 	MaxEntries    int    // stop after this many entries; 0 means the adapter default (1,000)
 	IncludeHidden bool   // include dot-entries (".git" is never descended)
+	// Deny, when set, is applied to the listed directory's real path
+	// (ErrDenied) and to each entry's; a denied entry is left out and not
+	// descended.
+	Deny Deny
 }
 
 // ListResult holds entries sorted by path (directories before their
@@ -193,6 +238,9 @@ type ReadRequest struct {
 	MaxLineChars  int   // characters kept per line; 0 means the adapter default (2,000)
 	MaxBytes      int64 // bytes of line text returned in all; 0 means the adapter default (256 KiB)
 	MaxImageBytes int64 // largest image returned as data; 0 means the adapter default (5 MiB)
+	// Deny, when set, is applied to the real path of the file opened;
+	// a denied one fails with ErrDenied before any byte is read.
+	Deny Deny
 }
 
 // ContentKind says what a file holds.
@@ -216,20 +264,29 @@ type Line struct {
 // image within MaxImageBytes, Data holds its bytes; for binary (or an image
 // over the limit), neither is set and Description says what it is.
 type ReadResult struct {
-	Path        string
-	Kind        ContentKind
-	MIMEType    string    // detected, e.g. "text/plain; charset=utf-8", "image/png"
-	Encoding    string    // text encoding: "utf-8", or e.g. "gb18030", "utf-16le", "windows-1252"; "utf-8 (...)"/"unknown (...)" when bytes are shown as \xNN
-	BOM         bool      // the file starts with a UTF-8 byte order mark (not shown in Lines)
-	Size        int64     // bytes
-	ModTime     time.Time //
-	SHA256      string    // hex digest of the whole file as read
-	Lines       []Line    // the window, for text
-	More        bool      // lines exist after the window
-	NextOffset  int       // the Offset that continues after the window, when More
-	TotalLines  int       // lines in the file, or -1 when not counted
-	Data        []byte    // image bytes
-	Description string    // for binary/oversized: e.g. "ELF executable, 65,544 bytes"
+	Path     string
+	Kind     ContentKind
+	MIMEType string    // detected, e.g. "text/plain; charset=utf-8", "image/png"
+	Encoding string    // text encoding: "utf-8", or e.g. "gb18030", "utf-16le", "windows-1252"; "utf-8 (...)"/"unknown (...)" when bytes are shown as \xNN
+	BOM      bool      // the file starts with a UTF-8 byte order mark (not shown in Lines)
+	Size     int64     // bytes
+	ModTime  time.Time //
+	SHA256   string    // hex digest of the file's first HashedBytes bytes as read
+	// HashedBytes is how many bytes, from the start of the file, SHA256
+	// covers: Size, unless the file is larger than the adapter's read
+	// bound (a default like 64 MiB); then Truncated is set.
+	HashedBytes int64
+	// Truncated: Read stopped at the adapter's read bound before the end
+	// of the file. SHA256, Lines and TotalLines (then -1) cover only the
+	// first HashedBytes bytes; a line cut by the bound is not returned,
+	// and More is false (lines past the bound cannot be read this way).
+	Truncated   bool
+	Lines       []Line // the window, for text
+	More        bool   // lines exist after the window
+	NextOffset  int    // the Offset that continues after the window, when More
+	TotalLines  int    // lines in the file, or -1 when not counted
+	Data        []byte // image bytes
+	Description string // for binary/oversized: e.g. "ELF executable, 65,544 bytes"
 }
 
 // WriteRequest replaces or creates a file.
@@ -239,6 +296,10 @@ type WriteRequest struct {
 	// NoCreateParents refuses to create missing parent directories
 	// (they are created, inside the workspace only, by default).
 	NoCreateParents bool
+	// Deny, when set, is applied to the real path the content is renamed
+	// onto (a final link followed), before any directory is created or
+	// byte written; a denied one fails with ErrDenied.
+	Deny Deny
 }
 
 // WriteResult is the evidence of a write, read back from disk.
@@ -264,6 +325,10 @@ type EditRequest struct {
 	// ExpectedSHA256, when set, must equal the file's current digest, or
 	// the edit fails with ErrStale and the file is untouched.
 	ExpectedSHA256 string
+	// Deny, when set, is applied to the real path of the file opened
+	// (read and replaced as that one object); a denied one fails with
+	// ErrDenied before any byte is read.
+	Deny Deny
 }
 
 // EditResult is the evidence of an edit, read back from disk.
@@ -295,13 +360,6 @@ type SearchRequest struct {
 	Path    string   // directory or file to search; "" is the root
 	Include []string // doublestar globs a file's path must match (any), relative to Path
 	Exclude []string // doublestar globs that exclude files or directories
-	// Skip, when set, leaves out every entry whose workspace-relative
-	// slash path it reports true for: a file is not searched or listed, a
-	// directory not entered, and a file symlink is judged by its target
-	// too. The file tools pass their denied paths here (one matcher,
-	// package permissions). It runs in the caller's process: an adapter
-	// that walks remotely applies it to what comes back.
-	Skip func(rel string) bool
 	// Literal treats Pattern as plain text (grep only).
 	Literal bool
 	// IgnoreCase matches case-insensitively.
@@ -316,6 +374,11 @@ type SearchRequest struct {
 	MaxLineChars int
 	// ContextLines is lines of context before and after each match (grep).
 	ContextLines int
+	// Deny, when set, is applied to the real path of Path (ErrDenied) and
+	// to every entry the walk meets (the target of a followed link
+	// included); a denied file is never listed or opened, a denied
+	// directory never entered.
+	Deny Deny
 }
 
 // Match is one matching line.

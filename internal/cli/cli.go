@@ -285,7 +285,9 @@ func (c *common) resolve(ctx context.Context, o *Options) (*run, error) {
 	sb, err := sandboxes.New(sandbox.Kind(r.cfg.Sandbox.Kind), sandboxes.Options{
 		Workspace: ws, Local: &localsandbox.Options{Shell: r.cfg.Sandbox.Shell,
 			KillDelay: r.cfg.Sandbox.KillDelay.D(), DrainGrace: r.cfg.Sandbox.DrainGrace.D(),
-			NoTempSweep: !c.sweepTemps}})
+			MaxPathDepth: r.cfg.Sandbox.MaxPathDepth, MaxPathBytes: r.cfg.Sandbox.MaxPathBytes,
+			MaxReadBytes: r.cfg.Sandbox.MaxReadBytes,
+			NoTempSweep:  !c.sweepTemps}})
 	if err != nil {
 		return nil, usageErr("%v", err)
 	}

@@ -5,8 +5,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -35,8 +37,13 @@ import (
 // ExpectedSHA256 that differs from the file's digest fails with ErrStale
 // inside a *sandbox.PathError. On any failure nothing is written: bytes, size
 // and modification time stay, and no temporary file remains (BH-006). The
-// write itself is atomic, as in Write; a file changed on disk between read
-// and rename fails with ErrStale.
+// write itself is atomic, as in Write. What is read and replaced is the one
+// object the path walk opened (req.Deny applied to its real path first; a
+// FIFO, socket or device refused unopened): the rename lands only if the
+// name still holds that file, unchanged (same file, size and modification
+// time, checked under the rename lock, which is held only for that check
+// and the rename); otherwise ErrStale (modified) or ErrChanged (replaced by
+// another kind of object), and nothing is written.
 //
 // The result's Bytes and SHA256 are read back from disk, and Region holds
 // the changed lines as now on disk with up to 3 lines of context (at most 40
@@ -57,38 +64,34 @@ func (s *Sandbox) Edit(ctx context.Context, req sandbox.EditRequest) (*sandbox.E
 				Candidates: []string{"old_string and new_string are identical; nothing to change"}}
 		}
 	}
-	r, err := s.resolve(op, req.Path, followFinalStrict)
+	// The file is opened once, and what is read and replaced is that
+	// one object: a name swapped for a link or a FIFO is refused, and the
+	// rename at the end lands only if the name still holds it, unchanged.
+	t, err := s.walkPath(op, req.Path, walkOpts{open: openFile, strict: true, deny: req.Deny})
 	if err != nil {
+		var pe *sandbox.PathError
+		if errors.As(err, &pe) && errors.Is(err, sandbox.ErrNotFound) && pe.Reason == "" {
+			pe.Reason = "use write_file to create a file"
+		}
 		return nil, err
 	}
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
-
-	mode, exists, err := s.targetMode(op, r)
-	if err != nil {
-		return nil, err
-	}
-	if !exists {
-		return nil, &sandbox.PathError{Op: op, Path: r.display, Reason: "use write_file to create a file", Err: notFound{}}
-	}
+	defer t.close()
+	r := resolved{rel: t.real, display: t.display}
 	const editing, nothing = "while it was being edited", "nothing was written; read it again, then edit"
-	before, err := s.root.Lstat(r.rel)
-	if err != nil {
-		return nil, s.raced(op, r.display, err, editing, nothing)
-	}
-	if before.Size() > s.maxEditBytes() {
+	before := t.st
+	if before.size > s.maxEditBytes() {
 		return nil, &sandbox.PathError{Op: op, Path: r.display,
-			Reason: fmt.Sprintf("file is %s bytes, over the %s-byte edit limit", commas(before.Size()), commas(s.maxEditBytes())),
+			Reason: fmt.Sprintf("file is %s bytes, over the %s-byte edit limit", commas(before.size), commas(s.maxEditBytes())),
 			Err:    sandbox.ErrUnsupported}
 	}
-	f, err := s.root.Open(r.rel)
+	orig, err := io.ReadAll(io.LimitReader(t.file, s.maxEditBytes()+1))
 	if err != nil {
 		return nil, s.raced(op, r.display, err, editing, nothing)
 	}
-	orig, err := io.ReadAll(io.LimitReader(f, s.maxEditBytes()+1))
-	f.Close()
-	if err != nil {
-		return nil, s.raced(op, r.display, err, editing, nothing)
+	if int64(len(orig)) > s.maxEditBytes() {
+		return nil, &sandbox.PathError{Op: op, Path: r.display,
+			Reason: fmt.Sprintf("file grew past the %s-byte edit limit while it was read", commas(s.maxEditBytes())),
+			Err:    sandbox.ErrUnsupported}
 	}
 	sum := sha256.Sum256(orig)
 	if want := strings.TrimSpace(req.ExpectedSHA256); want != "" && !strings.EqualFold(want, hex.EncodeToString(sum[:])) {
@@ -150,19 +153,26 @@ func (s *Sandbox) Edit(ctx context.Context, req sandbox.EditRequest) (*sandbox.E
 		out = append(append([]byte(nil), utf8BOM...), body...)
 	}
 
+	// Under the rename lock: the name must still hold the object read,
+	// unchanged since (same file, size and modification time).
 	stale := func() error {
-		now, err := s.root.Lstat(r.rel)
+		now, err := lstatAt(t.dir, t.name)
 		if err != nil {
 			return s.raced(op, r.display, err, editing, nothing)
 		}
-		if now.Size() != before.Size() || !now.ModTime().Equal(before.ModTime()) {
+		if !now.mode.IsRegular() {
+			return &sandbox.PathError{Op: op, Path: r.display, Reason: "replaced by a " + kindName(now.mode) + " " + editing + "; " + nothing, Err: sandbox.ErrChanged}
+		}
+		if !sameFile(now, before) || now.size != before.size || !now.mtime.Equal(before.mtime) {
 			return &sandbox.PathError{Op: op, Path: r.display, Reason: "modified by someone else during the edit; nothing was written", Err: sandbox.ErrStale}
 		}
 		return nil
 	}
-	if err := s.writeAtomic(ctx, op, r, out, mode, true, stale); err != nil {
+	tmp, err := s.writeAtomic(ctx, op, t, out, before.mode.Perm(), true, stale)
+	if err != nil {
 		return nil, err
 	}
+	defer tmp.Close()
 
 	res := &sandbox.EditResult{Path: r.display, Replacements: total}
 	start, end := changedLines(prev, body)
@@ -171,7 +181,7 @@ func (s *Sandbox) Edit(ctx context.Context, req sandbox.EditRequest) (*sandbox.E
 	}
 	res.StartLine = max(1, start-regionContext)
 	res.EndLine = min(end+regionContext, res.StartLine+maxRegionLines-1)
-	if err := s.readBackRegion(r, te, res); err != nil {
+	if err := s.readBackRegion(tmp, r, te, res); err != nil {
 		return nil, err
 	}
 	return res, nil
@@ -332,18 +342,12 @@ func changedLines(before, after []byte) (start, end int) {
 	return start, end
 }
 
-// readBackRegion streams the file from disk once for Bytes, SHA256 and the
-// Region lines res.StartLine..res.EndLine, decoded as te (as Read shows
-// them), and clamps EndLine to the file.
-func (s *Sandbox) readBackRegion(r resolved, te textEncoding, res *sandbox.EditResult) error {
-	const step, outcome = "right after it was edited, before it could be read back", "the edit happened but what is on disk now is unknown; read it again"
-	f, err := s.root.Open(r.rel)
-	if err != nil {
-		return s.raced(sandbox.OpEdit, r.display, err, step, outcome)
-	}
-	defer f.Close()
+// readBackRegion streams f, the file renamed into place, from its start
+// once for Bytes, SHA256 and the Region lines res.StartLine..res.EndLine,
+// decoded as te (as Read shows them), and clamps EndLine to the file.
+func (s *Sandbox) readBackRegion(f *os.File, r resolved, te textEncoding, res *sandbox.EditResult) error {
 	h := sha256.New()
-	cr := &countingReader{r: io.TeeReader(f, h)}
+	cr := &countingReader{r: io.TeeReader(io.NewSectionReader(f, 0, 1<<62), h)}
 	ls := newLineScanner(te.reader(cr, nil), regionLineChars*utf8.UTFMax)
 	n := 0
 	for {

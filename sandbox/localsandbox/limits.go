@@ -15,7 +15,9 @@ const (
 	defaultSearchLine    = 1 << 20   // Options.MaxSearchLineBytes
 	searchLineOverlap    = 4 << 10   // bytes shared by consecutive grep windows of one long line
 	sniffBytes           = 8 << 10   // bytes inspected for binary / image / encoding detection
-	maxWalkDepth         = 256       // directory levels a walk descends at most
+	defaultPathDepth     = 256       // Options.MaxPathDepth, components
+	defaultPathBytes     = 4096      // Options.MaxPathBytes, bytes (PATH_MAX on Linux)
+	defaultReadScanBytes = 64 << 20  // Options.MaxReadBytes
 	ctxCheckEvery        = 256       // loop iterations between ctx checks
 	regionContext        = 3         // lines of context around an edit in EditResult.Region
 	maxRegionLines       = 40        // lines in EditResult.Region at most
@@ -39,6 +41,12 @@ func (s *Sandbox) maxCountBytes() int64 {
 	}
 	return defaultCountBytes
 }
+
+func (s *Sandbox) maxPathDepth() int { return orDefault(s.opts.MaxPathDepth, defaultPathDepth) }
+
+func (s *Sandbox) maxPathBytes() int { return orDefault(s.opts.MaxPathBytes, defaultPathBytes) }
+
+func (s *Sandbox) maxReadBytes() int64 { return orDefault(s.opts.MaxReadBytes, defaultReadScanBytes) }
 
 func (s *Sandbox) maxSearchLineBytes() int {
 	if s.opts.MaxSearchLineBytes > 0 {

@@ -3,7 +3,6 @@ package localsandbox
 import (
 	"context"
 	"io/fs"
-	"path"
 	"slices"
 	"strings"
 
@@ -22,34 +21,39 @@ import (
 // The directory itself may be reached through a symlink that stays inside
 // the workspace (entry paths then use the requested path); one that leads
 // outside fails with a *sandbox.PathError wrapping ErrOutsideWorkspace.
+// req.Deny judges the directory's real path (ErrDenied) and each entry's,
+// leaving denied entries out; subdirectories are opened without following
+// any link, and not below Options.MaxPathDepth.
 // When ctx is done mid-walk, List returns what it found with Partial set
-// and a nil error. Other errors: ErrNotFound, ErrNotDir.
+// and a nil error. Other errors: ErrNotFound, ErrNotDir, ErrSpecialFile,
+// ErrTooDeep.
 func (s *Sandbox) List(ctx context.Context, req sandbox.ListRequest) (*sandbox.ListResult, error) {
 	const op = sandbox.OpList
 	if err := ctx.Err(); err != nil {
 		return nil, ctxErr(op, req.Path, err)
 	}
-	r, err := s.resolve(op, req.Path, followFinal)
+	t, err := s.walkPath(op, req.Path, walkOpts{open: openDir, deny: req.Deny})
 	if err != nil {
 		return nil, err
 	}
-	fi, err := s.root.Stat(r.rel)
-	if err != nil {
-		return nil, s.pathErr(op, r.display, err)
-	}
-	if !fi.IsDir() {
-		return nil, &sandbox.PathError{Op: op, Path: r.display, Err: sandbox.ErrNotDir}
-	}
+	top := t.takeFile()
+	t.close()
 	depth := max(req.Depth, 1)
 	maxEntries := orDefault(req.MaxEntries, defaultListEntries)
 
+	// Each directory is read through a descriptor opened without
+	// following any link (the first by the path walk, the others by
+	// openDirBeneath on their real paths), and every entry's real path is
+	// that directory's joined with its name, so Deny judges exactly what
+	// is listed.
 	type dir struct {
-		rel, display string
-		level        int
+		real, display string
+		level         int
 	}
 	res := &sandbox.ListResult{}
-	queue := []dir{{r.rel, r.display, 1}}
+	queue := []dir{{t.real, t.display, 1}}
 	seen := 0
+	maxLevel := s.maxPathDepth() - len(splitRel(t.real))
 walk:
 	for len(queue) > 0 {
 		d := queue[0]
@@ -58,23 +62,25 @@ walk:
 			res.Partial = true
 			break
 		}
-		f, err := s.root.Open(d.rel)
-		if err != nil {
-			if d.level == 1 {
-				return nil, s.pathErr(op, r.display, err)
+		f := top
+		top = nil
+		if f == nil {
+			var err error
+			if f, err = s.openDirBeneath(d.real); err != nil {
+				continue // vanished, replaced by a link or unreadable below the top: skip
 			}
-			continue // vanished or unreadable below the top: skip
 		}
 		ents, err := f.ReadDir(-1)
-		f.Close()
 		if err != nil && d.level == 1 {
-			return nil, s.pathErr(op, r.display, err)
+			f.Close()
+			return nil, s.pathErr(op, t.display, err)
 		}
 		slices.SortFunc(ents, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
 		for _, e := range ents {
 			seen++
 			if seen%ctxCheckEvery == 0 && ctx.Err() != nil {
 				res.Partial = true
+				f.Close()
 				break walk
 			}
 			name := e.Name()
@@ -82,15 +88,21 @@ walk:
 				res.Skipped++
 				continue
 			}
+			real := joinDisplay(d.real, name)
+			if req.Deny != nil {
+				if _, denied := req.Deny(real); denied {
+					continue
+				}
+			}
 			if len(res.Entries) >= maxEntries {
 				res.Truncated = true
+				f.Close()
 				break walk
 			}
 			ent := sandbox.Entry{Path: joinDisplay(d.display, name)}
-			info, err := e.Info()
-			if err == nil {
-				ent.ModTime = info.ModTime()
-				ent.Size = info.Size()
+			if info, err := entryInfo(f, e); err == nil {
+				ent.ModTime = info.mtime
+				ent.Size = info.size
 			}
 			switch t := e.Type(); {
 			case t&fs.ModeSymlink != 0:
@@ -98,8 +110,8 @@ walk:
 			case t.IsDir():
 				ent.Type = sandbox.TypeDir
 				ent.Size = 0
-				if d.level < depth && name != ".git" && d.level < maxWalkDepth {
-					queue = append(queue, dir{path.Join(d.rel, name), ent.Path, d.level + 1})
+				if d.level < depth && name != ".git" && d.level < maxLevel {
+					queue = append(queue, dir{real, ent.Path, d.level + 1})
 				}
 			case t.IsRegular():
 				ent.Type = sandbox.TypeFile
@@ -108,6 +120,10 @@ walk:
 			}
 			res.Entries = append(res.Entries, ent)
 		}
+		f.Close()
+	}
+	if top != nil {
+		top.Close()
 	}
 	slices.SortFunc(res.Entries, func(a, b sandbox.Entry) int { return comparePaths(a.Path, b.Path) })
 	return res, nil

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aibuddy/aibuddy/sandbox"
@@ -22,8 +22,23 @@ type Options struct {
 	MaxEditBytes int64
 	// MaxCountBytes bounds, in bytes, how far Read keeps counting lines
 	// after the requested window (for TotalLines). Past it TotalLines is
-	// -1; the SHA-256 still covers the whole file. Default 64 MiB.
+	// -1; the SHA-256 still covers what MaxReadBytes allows. Default 64 MiB.
 	MaxCountBytes int64
+	// MaxReadBytes bounds the bytes one Read reads of a file: the window,
+	// the line count and the SHA-256 come from at most this many bytes
+	// from its start, so a huge (or sparse) file costs at most this much
+	// work; past it ReadResult.Truncated is set and HashedBytes says what
+	// the digest covers. Default 64 MiB (MaxEditBytes' default, so any
+	// file Edit takes is hashed whole).
+	MaxReadBytes int64
+	// MaxPathDepth bounds the components of a path, as requested and as
+	// its links expand: a deeper one fails at once with
+	// sandbox.ErrTooDeep, and List and Search do not descend below it.
+	// Default 256 components.
+	MaxPathDepth int
+	// MaxPathBytes bounds the bytes of a path, as requested and as its
+	// links expand (sandbox.ErrTooDeep). Default 4,096 (Linux's PATH_MAX).
+	MaxPathBytes int
 	// MaxSearchLineBytes is the window, in bytes, in which grep matches one
 	// line; a longer line is matched window by window with a 4 KiB overlap
 	// (a regexp match longer than the overlap that straddles two windows
@@ -50,12 +65,19 @@ type Options struct {
 
 // Sandbox is a sandbox.Sandbox rooted at a local folder.
 type Sandbox struct {
-	dir  string   // absolute, symlinks resolved
-	root *os.Root // all file access goes through this handle
-	opts Options
+	dir    string   // absolute, symlinks resolved
+	root   *os.Root // the workspace for Exec's checks and the temporary file sweep
+	rootFd dirH     // the root directory every path walk starts from (confine.go)
+	opts   Options
 
-	given   string     // absolute as given to New, before resolving symlinks
-	writeMu sync.Mutex // serializes Write and Edit (read-modify-write)
+	given string // absolute as given to New, before resolving symlinks
+	// renameSem serializes the last step of Write and Edit (Edit's check
+	// that the file is unchanged, then the rename over it), so two edits
+	// in this process never lose one another's change. It is held only
+	// around metadata calls that cannot block, and taken with the call's
+	// context (a waiting call can be stopped).
+	renameSem chan struct{}
+	noOpenat2 atomic.Bool // openat2(2) is missing or refused here (openat2_linux.go)
 
 	lineByLine  bool // grep never scans whole buffers (tests compare both ways)
 	noPrefilter bool // grep matches every line with the regexp (tests compare both ways)
@@ -99,7 +121,12 @@ func New(dir string, opts *Options) (*Sandbox, error) {
 	if err != nil {
 		return nil, fmt.Errorf("localsandbox: workspace %q: %w", dir, err)
 	}
-	s := &Sandbox{dir: abs, root: root, given: given}
+	rootFd, err := openDirRoot(abs)
+	if err != nil {
+		root.Close()
+		return nil, fmt.Errorf("localsandbox: workspace %q: %w", dir, err)
+	}
+	s := &Sandbox{dir: abs, root: root, rootFd: rootFd, given: given, renameSem: make(chan struct{}, 1)}
 	if opts != nil {
 		s.opts = *opts
 	}
@@ -134,5 +161,6 @@ func (s *Sandbox) Close() error {
 		s.sweepStop()
 		<-s.sweepDone
 	}
+	closeDir(s.rootFd)
 	return s.root.Close()
 }

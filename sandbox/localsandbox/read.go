@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
@@ -14,9 +13,7 @@ import (
 	_ "image/jpeg"
 	_ "image/png"
 	"io"
-	"io/fs"
 	"net/http"
-	"syscall"
 	"unicode/utf8"
 
 	_ "golang.org/x/image/webp" // image.DecodeConfig for WebP
@@ -50,60 +47,50 @@ var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
 // Data when Size <= MaxImageBytes (default 5 MiB), otherwise only a
 // Description with format, dimensions and size.
 //
-// SHA256 always covers the whole file as streamed. Errors: *sandbox.PathError
-// wrapping ErrOutsideWorkspace, ErrNotFound, ErrIsDir or ErrUnsupported (not
-// a regular file); ctx's error when ctx is done.
+// At most Options.MaxReadBytes (default 64 MiB) of the file are read:
+// SHA256 covers the bytes read (HashedBytes; the whole file unless it is
+// larger), and past the bound Truncated is set, TotalLines is -1 and a line
+// the bound cut is not returned. The file is the one object the path walk
+// opened (req.Deny applied to its real path first).
+//
+// Errors: *sandbox.PathError wrapping ErrOutsideWorkspace, ErrDenied,
+// ErrSpecialFile (a FIFO, socket or device, refused unopened), ErrTooDeep,
+// ErrNotFound or ErrIsDir; ctx's error when ctx is done.
 func (s *Sandbox) Read(ctx context.Context, req sandbox.ReadRequest) (*sandbox.ReadResult, error) {
 	const op = sandbox.OpRead
 	if err := ctx.Err(); err != nil {
 		return nil, ctxErr(op, req.Path, err)
 	}
-	r, err := s.resolve(op, req.Path, followFinal)
+	t, err := s.walkPath(op, req.Path, walkOpts{open: openFile, deny: req.Deny})
 	if err != nil {
 		return nil, err
 	}
+	defer t.close()
+	r := resolved{rel: t.real, display: t.display}
 	const reading, nothing = "while it was being read", "nothing was read; look at it again (ls), then retry"
-	fi, err := s.root.Stat(r.rel)
-	if errors.Is(err, syscall.ELOOP) {
-		return nil, s.raced(op, r.display, err, reading, nothing)
-	}
-	if err != nil {
-		return nil, s.pathErr(op, r.display, err)
-	}
-	if fi.IsDir() {
-		return nil, &sandbox.PathError{Op: op, Path: r.display, Err: sandbox.ErrIsDir}
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, &sandbox.PathError{Op: op, Path: r.display, Reason: "not a regular file (" + fi.Mode().Type().String() + ")", Err: sandbox.ErrUnsupported}
-	}
-	f, err := s.root.Open(r.rel)
-	if err != nil {
-		return nil, s.raced(op, r.display, err, reading, nothing)
-	}
-	defer f.Close()
-	if fi, err = f.Stat(); err != nil {
-		return nil, s.raced(op, r.display, err, reading, nothing)
-	}
-	if !fi.Mode().IsRegular() {
-		// Replaced since the Stat above.
-		return nil, &sandbox.PathError{Op: op, Path: r.display, Reason: "replaced by a " + kindOf(fi) + " " + reading + "; " + nothing, Err: sandbox.ErrChanged}
-	}
+	f, fi := t.file, t.st
 
 	h := sha256.New()
-	cr := &countingReader{r: io.TeeReader(f, h)}
+	bound := &boundReader{r: f, left: s.maxReadBytes()}
+	cr := &countingReader{r: io.TeeReader(bound, h)}
 	head := make([]byte, sniffBytes)
 	n, err := io.ReadFull(cr, head)
 	if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
 		return nil, s.raced(op, r.display, err, reading, nothing)
 	}
 	head = head[:n]
-	res := &sandbox.ReadResult{Path: r.display, Size: fi.Size(), ModTime: fi.ModTime(), TotalLines: -1}
+	res := &sandbox.ReadResult{Path: r.display, Size: fi.size, ModTime: fi.mtime, TotalLines: -1}
 	rest := io.MultiReader(bytes.NewReader(head), cr)
 	finish := func() (*sandbox.ReadResult, error) {
 		if err := drain(ctx, cr); err != nil {
 			return nil, ctxOrPathErr(s, op, r.display, err)
 		}
 		res.SHA256 = hex.EncodeToString(h.Sum(nil))
+		res.HashedBytes = cr.n
+		if bound.hit {
+			res.Truncated = true
+			res.TotalLines = -1
+		}
 		return res, nil
 	}
 
@@ -114,8 +101,8 @@ func (s *Sandbox) Read(ctx context.Context, req sandbox.ReadRequest) (*sandbox.R
 		if cfg, _, err := image.DecodeConfig(bytes.NewReader(head)); err == nil {
 			dims = fmt.Sprintf(", %dx%d", cfg.Width, cfg.Height)
 		}
-		limit := orDefault(req.MaxImageBytes, defaultImageBytes)
-		if fi.Size() <= limit {
+		limit := min(orDefault(req.MaxImageBytes, defaultImageBytes), s.maxReadBytes())
+		if fi.size <= limit {
 			data, err := io.ReadAll(io.LimitReader(rest, limit+1))
 			if err != nil {
 				return nil, ctxOrPathErr(s, op, r.display, err)
@@ -128,7 +115,7 @@ func (s *Sandbox) Read(ctx context.Context, req sandbox.ReadRequest) (*sandbox.R
 					res.Kind = sandbox.KindBinary
 					res.MIMEType = mime
 					res.Description = fmt.Sprintf("file starts like a %s image but its header does not decode (%v), %s bytes; corrupt or truncated, not returned",
-						format, err, commas(fi.Size()))
+						format, err, commas(fi.size))
 					return finish()
 				}
 				dims = fmt.Sprintf(", %dx%d", cfg.Width, cfg.Height)
@@ -140,15 +127,15 @@ func (s *Sandbox) Read(ctx context.Context, req sandbox.ReadRequest) (*sandbox.R
 			}
 		}
 		res.Description = fmt.Sprintf("%s image%s, %s bytes, over the %s-byte image limit; not returned (downscale or re-encode it, e.g. with execute)",
-			format, dims, commas(fi.Size()), commas(limit))
+			format, dims, commas(fi.size), commas(limit))
 		return finish()
 	}
 
-	te, binary := sniffEncoding(head, int64(len(head)) < fi.Size())
+	te, binary := sniffEncoding(head, int64(len(head)) < fi.size)
 	if binary {
 		res.Kind = sandbox.KindBinary
 		res.MIMEType = http.DetectContentType(head)
-		res.Description = binaryDescription(head, fi.Size(), res.MIMEType)
+		res.Description = binaryDescription(head, fi.size, res.MIMEType)
 		return finish()
 	}
 	res.Kind = sandbox.KindText
@@ -194,6 +181,12 @@ func (s *Sandbox) Read(ctx context.Context, req sandbox.ReadRequest) (*sandbox.R
 		if err != nil {
 			return nil, ctxOrPathErr(s, op, r.display, err)
 		}
+		if ls.eof && bound.hit {
+			// The read bound cut this line: it is not returned, and
+			// the file is not counted to its end.
+			counting = false
+			break
+		}
 		lineNo++
 		if lineNo < offset {
 			continue
@@ -217,7 +210,7 @@ func (s *Sandbox) Read(ctx context.Context, req sandbox.ReadRequest) (*sandbox.R
 		used += int64(len(text))
 		res.Lines = append(res.Lines, sandbox.Line{Number: lineNo, Text: string(text), Chars: chars})
 	}
-	if counting {
+	if counting && !bound.hit {
 		res.TotalLines = lineNo
 	}
 	if escaped > 0 && res.Encoding == encUTF8 {
@@ -278,27 +271,43 @@ func binaryDescription(head []byte, size int64, mime string) string {
 	return fmt.Sprintf("%s, %s bytes, not shown; use execute with xxd or strings for a bounded view", what, commas(size))
 }
 
-// kindOf names what a non-regular file is: "directory", "symbolic link".
-func kindOf(fi fs.FileInfo) string {
-	switch m := fi.Mode(); {
-	case m.IsDir():
-		return "directory"
-	case m&fs.ModeSymlink != 0:
-		return "symbolic link"
-	case m&fs.ModeNamedPipe != 0:
-		return "named pipe"
-	case m&fs.ModeSocket != 0:
-		return "socket"
-	case m&fs.ModeDevice != 0:
-		return "device"
-	}
-	return "special file"
-}
-
 // commas formats n with thousands separators (golang.org/x/text/message, English): 65544 -> "65,544".
 func commas(n int64) string { return thousands.Sprintf("%d", n) }
 
 var thousands = message.NewPrinter(language.English)
+
+// boundReader reads at most left bytes of r, then reports io.EOF; hit is
+// set when r had more (one byte is read past the bound to know).
+type boundReader struct {
+	r    io.Reader
+	left int64
+	hit  bool
+}
+
+func (b *boundReader) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		if !b.hit {
+			var one [1]byte
+			for {
+				n, err := b.r.Read(one[:])
+				if n > 0 {
+					b.hit = true
+					break
+				}
+				if err != nil {
+					break
+				}
+			}
+		}
+		return 0, io.EOF
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.r.Read(p)
+	b.left -= int64(n)
+	return n, err
+}
 
 // countingReader counts bytes read through it.
 type countingReader struct {

@@ -66,8 +66,14 @@ import (
 // with Partial set, FilesSearched saying how far it got, and a nil error
 // (BH-018).
 //
+// req.Deny judges req.Path's real path (ErrDenied) and every entry's, a
+// followed link's target included: a denied file is never listed or
+// opened, a denied directory never entered. The walk does not descend
+// below Options.MaxPathDepth components.
+//
 // Errors: ErrBadPattern (unknown mode, bad glob or regexp, in a
-// *sandbox.PathError), and for req.Path: ErrOutsideWorkspace, ErrNotFound.
+// *sandbox.PathError), and for req.Path: ErrOutsideWorkspace, ErrDenied,
+// ErrSpecialFile, ErrTooDeep, ErrNotFound.
 func (s *Sandbox) Search(ctx context.Context, req sandbox.SearchRequest) (*sandbox.SearchResult, error) {
 	const op = sandbox.OpSearch
 	if err := ctx.Err(); err != nil {
@@ -146,32 +152,30 @@ func (s *Sandbox) Search(ctx context.Context, req sandbox.SearchRequest) (*sandb
 		sr.dotSegs = dotSegments(g, !strings.Contains(g, "/"), false, sr.dotSegs)
 	}
 
-	r, err := s.resolve(op, req.Path, followFinal)
+	t, err := s.walkPath(op, req.Path, walkOpts{open: openAny, deny: req.Deny})
 	if err != nil {
 		return nil, err
 	}
-	fi, err := s.root.Stat(r.rel)
-	if err != nil {
-		return nil, s.pathErr(op, r.display, err)
-	}
-	sr.rootDisplay = r.display
-	if !fi.IsDir() {
-		// A single named file: searched whatever its name or ignore rules.
-		if !fi.Mode().IsRegular() {
-			return nil, &sandbox.PathError{Op: op, Path: r.display, Reason: "not a regular file", Err: sandbox.ErrUnsupported}
-		}
-		sr.file(nil, func() (*os.File, error) { return s.root.Open(r.rel) }, r.display, path.Base(r.rel), fi.ModTime(), fi.Size())
+	defer t.close()
+	sr.rootDisplay = t.display
+	sr.rootDepth = len(splitRel(t.real))
+	if !t.st.mode.IsDir() {
+		// A single named file: searched whatever its name or ignore
+		// rules, through the descriptor the walk opened.
+		f := t.takeFile()
+		sr.file(nil, func() (*os.File, error) { return f, nil }, t.display, path.Base(t.real), t.st.mtime, t.st.size)
+		f.Close()
 	} else {
 		var ign []gitignore.Pattern
 		if !req.NoIgnore {
-			ign = sr.loadAncestorIgnores(r.rel)
+			ign = sr.loadAncestorIgnores(t.real)
 		}
-		dir, err := openWalkRoot(s.root, r.rel)
+		dir, err := openWalkRoot(s, t)
 		if err != nil {
-			return nil, s.pathErr(op, r.display, err)
+			return nil, s.pathErr(op, t.display, err)
 		}
 		sr.queue.cond.L = &sr.queue.mu
-		sr.queue.tasks = append(sr.queue.tasks, dirTask{dir: dir, rel: r.rel, ign: ign})
+		sr.queue.tasks = append(sr.queue.tasks, dirTask{dir: dir, rel: t.real, ign: ign})
 		var walkers sync.WaitGroup
 		for range walkWorkers() - 1 {
 			walkers.Go(sr.walkLoop)
@@ -201,6 +205,7 @@ type searcher struct {
 	re        *regexp.Regexp
 
 	rootDisplay string
+	rootDepth   int // components of the search root's real path
 
 	reFast *regexp.Regexp // re in multi-line mode for whole-buffer scans without pf
 	pf     *prefilter     // lines that may match re; nil: every line may
@@ -379,8 +384,8 @@ func (w *walker) walk(dir *dirHandle, rel, sub string, depth int, ign []gitignor
 	sd := &sharedDir{dir: dir}
 	sd.refs.Store(1)
 	defer sd.release()
-	if depth > maxWalkDepth || sr.done() {
-		return
+	if sr.rootDepth+depth >= sr.s.maxPathDepth() || sr.done() {
+		return // entries below would be deeper than a path may be
 	}
 	ents, _ := dir.readDir(&w.buf)
 	dirFd := -1
@@ -409,24 +414,28 @@ func (w *walker) walk(dir *dirHandle, rel, sub string, depth int, ign []gitignor
 		childRel := joinDisplay(rel, name) // rel is canonical: no Clean needed
 		childSub := joinDisplay(sub, name)
 		isDir := e.typ.IsDir()
-		var linked fs.FileInfo // a symlink's target
+		var linked *target // a symlink's target, opened
 		if e.typ&fs.ModeSymlink != 0 {
-			// Followed only to a regular file inside the workspace (through
-			// the workspace root, which refuses an escape); never into a
-			// directory.
-			st, err := sr.s.root.Stat(childRel)
-			if err != nil || !st.Mode().IsRegular() {
+			// Followed only to a regular file inside the workspace, by
+			// the path walk (which refuses an escape, applies Deny to the
+			// target's real path and opens it without following any
+			// further link); never into a directory.
+			lt, err := sr.s.walkPath(sandbox.OpSearch, childRel, walkOpts{open: openFile, deny: sr.req.Deny})
+			if err != nil {
 				return false
 			}
 			// Exclude holds for the target too: a link never brings an
-			// excluded file (such as a denied .env) into the results.
-			if len(sr.req.Exclude) > 0 || sr.req.Skip != nil {
-				real, err := sr.s.resolve(sandbox.OpSearch, childRel, followFinal)
-				if err != nil || sr.exclude.match(real.rel) || (sr.req.Skip != nil && sr.req.Skip(real.rel)) {
-					return false
-				}
+			// excluded file into the results.
+			if len(sr.req.Exclude) > 0 && sr.exclude.match(lt.real) {
+				lt.close()
+				return false
 			}
-			linked = st
+			linked = lt
+			defer func() {
+				if linked != nil {
+					linked.close()
+				}
+			}()
 		} else if !isDir && !e.typ.IsRegular() {
 			return false
 		}
@@ -442,8 +451,13 @@ func (w *walker) walk(dir *dirHandle, rel, sub string, depth int, ign []gitignor
 			}
 			return false
 		}
-		if sr.exclude.match(childSub) || (sr.req.Skip != nil && sr.req.Skip(childRel)) {
+		if sr.exclude.match(childSub) {
 			return false
+		}
+		if linked == nil && sr.req.Deny != nil {
+			if _, denied := sr.req.Deny(childRel); denied {
+				return false // never listed, opened or entered
+			}
 		}
 		if isDir {
 			if sr.globParts != nil && !sr.globCanDescend(childSub) {
@@ -466,7 +480,7 @@ func (w *walker) walk(dir *dirHandle, rel, sub string, depth int, ign []gitignor
 			}
 			var mod time.Time
 			if linked != nil {
-				mod = linked.ModTime()
+				mod = linked.st.mtime
 			} else {
 				m, _, ok := dir.lstat(e)
 				if !ok {
@@ -483,7 +497,9 @@ func (w *walker) walk(dir *dirHandle, rel, sub string, depth int, ign []gitignor
 		}
 		switch {
 		case linked != nil:
-			sr.file(w.grepper(), func() (*os.File, error) { return sr.s.root.Open(childRel) }, display, childSub, linked.ModTime(), linked.Size())
+			f := linked.takeFile()
+			sr.file(w.grepper(), func() (*os.File, error) { return f, nil }, display, childSub, linked.st.mtime, linked.st.size)
+			f.Close()
 		case dirFd >= 0:
 			// Opened by name relative to this directory; the modification
 			// time comes from that open file.
@@ -766,11 +782,11 @@ func (gs globSet) match(sub string) bool {
 // above it: the workspace's .git/info/exclude and the .gitignore files of
 // rootRel's ancestors.
 func (sr *searcher) loadAncestorIgnores(rootRel string) []gitignore.Pattern {
-	ign := readIgnoreFile(sr.s.root, ".git/info/exclude", nil, nil)
+	ign := sr.readIgnoreFile(".git/info/exclude", "", nil, nil)
 	comps := splitRel(rootRel)
 	for i := range comps {
 		dir := path.Join(append([]string{"."}, comps[:i]...)...)
-		ign = readIgnoreFile(sr.s.root, path.Join(dir, ".gitignore"), splitRel(dir), ign)
+		ign = sr.readIgnoreFile(path.Join(dir, ".gitignore"), dir, splitRel(dir), ign)
 	}
 	if len(comps) > 0 && ignored(ign, rootRel, true) {
 		// Named explicitly: search it, with only the rules inside it.
@@ -784,14 +800,8 @@ func (sr *searcher) loadAncestorIgnores(rootRel string) []gitignore.Pattern {
 func (sr *searcher) dirIgnores(dir *dirHandle, e dirEnt, rel string, ign []gitignore.Pattern) []gitignore.Pattern {
 	domain := splitRel(rel)
 	if e.typ&fs.ModeSymlink != 0 {
-		// Followed as an os.Root on the directory follows it: to a file
-		// inside the directory only.
-		r, err := sr.s.root.OpenRoot(rel)
-		if err != nil {
-			return ign
-		}
-		defer r.Close()
-		return readIgnoreFile(r, e.name, domain, ign)
+		// Followed to a regular file inside the directory only.
+		return sr.readIgnoreFile(joinDisplay(rel, e.name), rel, domain, ign)
 	}
 	if !e.typ.IsRegular() {
 		return ign
@@ -805,18 +815,21 @@ func (sr *searcher) dirIgnores(dir *dirHandle, e dirEnt, rel string, ign []gitig
 }
 
 // readIgnoreFile returns ign with the patterns of the ignore file at rel
-// (relative to dir) added, with the given domain (workspace-relative
-// components).
-func readIgnoreFile(dir *os.Root, rel string, domain []string, ign []gitignore.Pattern) []gitignore.Pattern {
-	f, err := dir.Open(rel)
+// (workspace-relative) added, with the given domain (workspace-relative
+// components). The file is opened by the path walk, so it is a regular
+// file inside the workspace, never a FIFO that would block the search; a
+// link is followed only to a file in the directory within (when within is
+// not "").
+func (sr *searcher) readIgnoreFile(rel, within string, domain []string, ign []gitignore.Pattern) []gitignore.Pattern {
+	t, err := sr.s.walkPath(sandbox.OpSearch, rel, walkOpts{open: openFile})
 	if err != nil {
 		return ign
 	}
-	defer f.Close()
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+	defer t.close()
+	if within != "" && path.Dir(t.real) != path.Clean(within) {
 		return ign
 	}
-	return parseIgnore(f, domain, ign)
+	return parseIgnore(t.file, domain, ign)
 }
 
 // parseIgnore returns ign with the patterns read from r (at most 1 MiB)

@@ -29,7 +29,7 @@ const direntBufBytes = 32 << 10
 // dirHandle is one open directory of the walk.
 type dirHandle struct {
 	fd   int
-	file *os.File // the walk root's directory, kept open through os.Root; nil below it
+	file *os.File // the walk root's directory, as the path walk opened it; nil below it
 }
 
 // dirEnt is one directory entry: its name and type bits (fs.ModeDir,
@@ -39,12 +39,13 @@ type dirEnt struct {
 	typ  fs.FileMode
 }
 
-// openWalkRoot opens rel, a canonical directory inside root, through the
-// root (which refuses any escape).
-func openWalkRoot(root *os.Root, rel string) (*dirHandle, error) {
-	f, err := root.OpenFile(rel, os.O_RDONLY|syscall.O_DIRECTORY, 0)
-	if err != nil {
-		return nil, err
+// openWalkRoot takes the directory the path walk opened for t (the
+// search root, found without following a link outside the workspace) as
+// the walk's first handle.
+func openWalkRoot(_ *Sandbox, t *target) (*dirHandle, error) {
+	f := t.takeFile()
+	if f == nil {
+		return nil, syscall.ENOTDIR
 	}
 	return &dirHandle{fd: int(f.Fd()), file: f}, nil
 }

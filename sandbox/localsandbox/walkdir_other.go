@@ -25,8 +25,10 @@ type dirEnt struct {
 	de   fs.DirEntry
 }
 
-func openWalkRoot(root *os.Root, rel string) (*dirHandle, error) {
-	r, err := root.OpenRoot(rel)
+// openWalkRoot opens t's directory (the search root) as a root handle of
+// its own.
+func openWalkRoot(s *Sandbox, t *target) (*dirHandle, error) {
+	r, err := s.root.OpenRoot(t.real)
 	if err != nil {
 		return nil, err
 	}

@@ -28,6 +28,7 @@ func Run(t *testing.T, newSandbox NewFunc) {
 	t.Run("Write", func(t *testing.T) { runWrite(t, newSandbox) })
 	t.Run("Edit", func(t *testing.T) { runEdit(t, newSandbox) })
 	t.Run("Search", func(t *testing.T) { runSearch(t, newSandbox) })
+	t.Run("Objects", func(t *testing.T) { runObjects(t, newSandbox) })
 }
 
 // env is one subtest's world: a workspace, a folder outside it, and the
