@@ -665,7 +665,7 @@ func TestExecStopsSetsidEscapees(t *testing.T) {
 	}
 	sb, ws := newExecSandbox(t, nil)
 	r := runExec(t, context.Background(), sb, sandbox.ExecRequest{
-		Command: `setsid sh -c '`+treeLine+` > escaped; exec sleep 300' </dev/null >/dev/null 2>&1 & while [ ! -s escaped ]; do sleep 0.01; done; echo started`})
+		Command: `setsid sh -c '` + treeLine + ` > escaped; exec sleep 300' </dev/null >/dev/null 2>&1 & while [ ! -s escaped ]; do sleep 0.01; done; echo started`})
 	if r.err != nil || r.res.ExitCode != 0 || strings.TrimSpace(r.out) != "started" {
 		t.Fatalf("result %+v %v %q", r.res, r.err, r.out)
 	}
