@@ -9,7 +9,7 @@ import (
 // Error texts by which a command reports what the confinement refused
 // (strerror of EROFS, EACCES, EPERM; resolver and connection failures).
 var (
-	writeDenied = []string{"Read-only file system", "read-only file system", "EROFS"}
+	writeDenied = []string{"Read-only file system", "read-only file system", "EROFS", "cross-device link"}
 	readDenied  = []string{"Permission denied", "permission denied", "EACCES"}
 	opDenied    = []string{"Operation not permitted", "operation not permitted", "EPERM"}
 	netDenied   = []string{"Network is unreachable", "network is unreachable", "Could not resolve host", "Temporary failure in name resolution",
@@ -44,7 +44,7 @@ func (p *Policy) Explain(text string, max int) []string {
 		w, r, o := containsAny(line, writeDenied), containsAny(line, readDenied), containsAny(line, opDenied)
 		if w || r || o {
 			found := false
-			for _, c := range pathCandidates(line) {
+			for _, c := range append(errorSubject(line), pathCandidates(line)...) {
 				if d := p.classify(c, w, r); d != "" {
 					add(d)
 					found = true
@@ -143,6 +143,37 @@ func (p *Policy) classify(c string, write, read bool) string {
 func isUnder(p, root string) bool {
 	r, err := filepath.Rel(root, p)
 	return err == nil && r != "." && filepath.IsLocal(r)
+}
+
+// errorSubject returns the path an error line is about when it has the
+// usual "prog: PATH: strerror" (or "cannot create PATH: strerror") shape.
+func errorSubject(line string) []string {
+	idx := -1
+	for _, group := range [][]string{writeDenied, readDenied, opDenied} {
+		for _, m := range group {
+			if i := strings.Index(line, m); i >= 0 && (idx < 0 || i < idx) {
+				idx = i
+			}
+		}
+	}
+	if idx <= 0 {
+		return nil
+	}
+	pre := strings.TrimRight(line[:idx], ": ")
+	if i := strings.LastIndex(pre, ": "); i >= 0 {
+		pre = pre[i+2:]
+	}
+	for _, verb := range []string{"cannot create ", "cannot touch ", "cannot remove ", "cannot open ", "cannot access ", "cannot stat ",
+		"cannot create directory ", "cannot create regular file ", "cannot move ", "failed to create symbolic link ", "failed to create hard link "} {
+		if i := strings.LastIndex(pre, verb); i >= 0 {
+			pre = pre[i+len(verb):]
+		}
+	}
+	pre = strings.Trim(pre, "'\"‘’` ")
+	if pre == "" || strings.ContainsAny(pre, " \t") {
+		return nil
+	}
+	return []string{pre}
 }
 
 // pathCandidates returns the words of line that may be paths: quoted
