@@ -74,11 +74,11 @@ const (
 	// (never run unconfined); the detail names the missing piece and the
 	// fix.
 	ConfinementUnavailable Reason = "confinement_unavailable"
-	MissingPrereq      Reason = "missing_prerequisite"
-	BuildFailed        Reason = "build_failed"      // the group's Build returned an error
-	ServerFailed       Reason = "mcp_server_failed" // an MCP server is not connected: none of its tools
-	SchemaUnusable     Reason = "schema_unusable"   // an MCP tool's input schema could not be used
-	Undeclared         Reason = "undeclared"        // Build produced a name the group does not declare
+	MissingPrereq          Reason = "missing_prerequisite"
+	BuildFailed            Reason = "build_failed"      // the group's Build returned an error
+	ServerFailed           Reason = "mcp_server_failed" // an MCP server is not connected: none of its tools
+	SchemaUnusable         Reason = "schema_unusable"   // an MCP tool's input schema could not be used
+	Undeclared             Reason = "undeclared"        // Build produced a name the group does not declare
 )
 
 // Exclusion is one tool (or, for UnknownKey, one key) left out of the set.

@@ -210,7 +210,7 @@ type Manager struct {
 
 	mu     sync.Mutex
 	closed bool
-	driver *confine.Driver // confined servers' driver when Options gives none
+	driver *confine.Driver  // confined servers' driver when Options gives none
 	routes map[string]route // provider-facing name -> tool
 	subs   map[int]func()
 	nextID int

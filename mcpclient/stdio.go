@@ -79,9 +79,9 @@ type proc struct {
 	cmd    *exec.Cmd        // the server (unconfined), or nil
 	cp     *confine.Process // the server's sandbox (confined), or nil
 	tmpDir string           // the confined server's private temp folder
-	stdin  *os.File // our write end of the server's stdin
-	stdout *os.File // our read end of the server's stdout
-	stderr *os.File // our read end of the server's stderr
+	stdin  *os.File         // our write end of the server's stdin
+	stdout *os.File         // our read end of the server's stdout
+	stderr *os.File         // our read end of the server's stderr
 
 	errTail *ring // last StderrTailBytes of stderr
 	outTail *ring // last bytes read from stdout, for "garbage on stdout" reasons
