@@ -13,7 +13,8 @@ var (
 	readDenied  = []string{"Permission denied", "permission denied", "EACCES"}
 	opDenied    = []string{"Operation not permitted", "operation not permitted", "EPERM"}
 	netDenied   = []string{"Network is unreachable", "network is unreachable", "Could not resolve host", "Temporary failure in name resolution",
-		"Name or service not known", "nodename nor servname", "no such host", "Connection refused", "connection refused", "getaddrinfo", "denied by egress policy"}
+		"Name or service not known", "nodename nor servname", "no such host", "Connection refused", "connection refused", "getaddrinfo", "denied by egress policy",
+		"Failed to connect", "Couldn't connect", "Could not connect"}
 	seccompOps = []string{"ptrace", "mount", "unshare", "setns", "keyctl", "bpf", "perf_event_open", "chroot", "attach"}
 )
 

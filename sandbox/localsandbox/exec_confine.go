@@ -137,7 +137,7 @@ const (
 
 // denialMarkers are the byte strings a stderr line must hold to be kept.
 var denialMarkers = [][]byte{[]byte("denied"), []byte("Read-only"), []byte("read-only"), []byte("ermission"), []byte("not permitted"),
-	[]byte("nreachable"), []byte("resolve"), []byte("efused"), []byte("Name or service"), []byte("no such host"), []byte("getaddrinfo"), []byte("EROFS"), []byte("EACCES"), []byte("EPERM"), []byte("cross-device")}
+	[]byte("nreachable"), []byte("resolve"), []byte("efused"), []byte("Name or service"), []byte("no such host"), []byte("getaddrinfo"), []byte("EROFS"), []byte("EACCES"), []byte("EPERM"), []byte("cross-device"), []byte("connect")}
 
 // denialLines keeps the stderr lines that may show a denial (bounded).
 type denialLines struct {
