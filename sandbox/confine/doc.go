@@ -5,9 +5,13 @@
 // fails closed — a policy it cannot enforce is an error, never a weaker run.
 //
 // The Linux driver re-executes the running binary as the sandbox's init
-// (the hidden first argument [InitArg], dispatched by this package's init
-// function, so every binary that links the package can be the init: the
-// aibuddy program and test binaries alike). The init starts in new user,
+// (the hidden first argument [InitArg], dispatched by the init function of
+// package confineinit, which imports only the standard library and so runs
+// before the rest of the binary initializes; every binary that links this
+// package can be the init: the aibuddy program and test binaries alike).
+// The driver assembles the seccomp program (go-seccomp-bpf) and builds the
+// Landlock ruleset (go-landlock) and hands both to the init, which applies
+// them to the command. The init starts in new user,
 // mount, PID, IPC and UTS namespaces (and a network namespace unless the
 // network is on) and, before it starts the command:
 //

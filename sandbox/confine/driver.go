@@ -8,11 +8,17 @@ import (
 	"sync"
 	"time"
 
+	"github.com/aibuddy/aibuddy/sandbox/confine/confineinit"
 	"github.com/aibuddy/aibuddy/sandbox/confine/egress"
 )
 
 // seccompDenied names what the filter denies, for reports.
 const seccompDenied = "ptrace and process_vm_*, mount and the new mount API, unshare/setns and clone into new namespaces, keyctl, bpf, perf_event_open, module loading, io_uring"
+
+// InitArg is the first argument with which the driver re-executes the
+// running binary as the sandbox's init (package confineinit, which every
+// binary linking this package links, dispatches it).
+const InitArg = confineinit.Arg
 
 // DriverName names the Linux driver in reports.
 const DriverName = "linux-namespaces"

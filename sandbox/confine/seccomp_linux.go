@@ -3,9 +3,10 @@ package confine
 import (
 	"fmt"
 	"runtime"
-	"unsafe"
 
 	seccomp "github.com/elastic/go-seccomp-bpf"
+	"github.com/landlock-lsm/go-landlock/landlock"
+	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 )
@@ -54,7 +55,7 @@ func auditArch() (uint32, error) {
 // deniedSyscalls and for clone with namespace flags, ENOSYS for clone3
 // (its flags are behind a pointer the filter cannot read; libc falls back
 // to clone) and for every foreign-ABI syscall, allow otherwise.
-func buildFilter() ([]unix.SockFilter, error) {
+func buildFilter() ([][4]uint32, error) {
 	arch, err := auditArch()
 	if err != nil {
 		return nil, err
@@ -89,9 +90,9 @@ func buildFilter() ([]unix.SockFilter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("seccomp: %w", err)
 	}
-	out := make([]unix.SockFilter, len(raw))
+	out := make([][4]uint32, len(raw))
 	for i, r := range raw {
-		out[i] = unix.SockFilter{Code: r.Op, Jt: r.Jt, Jf: r.Jf, K: r.K}
+		out[i] = [4]uint32{uint32(r.Op), uint32(r.Jt), uint32(r.Jf), r.K}
 	}
 	return out, nil
 }
@@ -113,14 +114,29 @@ func cloneFlagsArg() uint32 {
 	return 0
 }
 
-// installFilter installs prog on the calling thread only (no TSYNC): the
-// caller is a locked thread that then starts the command, which inherits
-// it. no_new_privs must be set first.
-func installFilter(prog []unix.SockFilter) error {
-	fp := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
-	_, _, e := unix.RawSyscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, 0, uintptr(unsafe.Pointer(&fp)))
-	if e != 0 {
-		return fmt.Errorf("seccomp: install the filter: %w", e)
+// landlockRuleset builds, with go-landlock, the ruleset the init enforces
+// on the command: reading and executing anywhere, writing only under
+// writable and to the usual device files, no signals or abstract unix
+// sockets to processes outside the domain. The paths are opened here; the
+// rules hold on their inodes, the same in the sandbox's mount namespace.
+// fd is -1 when the kernel has no Landlock (abi 0).
+func landlockRuleset(writable []string) (fd int, flags uint32, abi int, err error) {
+	abi, err = ll.LandlockGetABIVersion()
+	if err != nil || abi < 1 {
+		return -1, 0, 0, nil
 	}
-	return nil
+	cfg := landlock.Config{HandledAccessFS: landlock.V7.HandledAccessFS, Scoped: landlock.V7.Scoped}.BestEffort()
+	rules := []landlock.Rule{
+		landlock.RODirs("/"),
+		landlock.RWFiles("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx").WithIoctlDev().IgnoreIfMissing(),
+		landlock.RWDirs("/dev/pts", "/dev/shm").WithIoctlDev().IgnoreIfMissing(),
+	}
+	if len(writable) > 0 {
+		rules = append(rules, landlock.RWDirs(writable...).WithRefer())
+	}
+	fd, flags, err = cfg.NewRulesetFD(rules...)
+	if err != nil {
+		return -1, 0, abi, fmt.Errorf("landlock: %w", err)
+	}
+	return fd, flags, abi, nil
 }

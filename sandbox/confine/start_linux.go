@@ -19,6 +19,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/aibuddy/aibuddy/sandbox/confine/confineinit"
 	"github.com/aibuddy/aibuddy/sandbox/confine/egress"
 )
 
@@ -51,6 +52,8 @@ type Process struct {
 	known    bool
 	escaped  chan int
 	denials  []string
+	// landlockABI is the Landlock ABI of the ruleset enforced (0: none).
+	landlockABI int
 	waitErr  error
 	killOnce sync.Once
 }
@@ -133,11 +136,11 @@ func (d *Driver) Start(ctx context.Context, p *Policy, c *Command) (*Process, er
 
 // plan turns the policy and command into the init's spec: the writable
 // roots, the read-only paths inside them that exist, and the masks.
-func plan(p *Policy, c *Command) (*initSpec, error) {
+func plan(p *Policy, c *Command) (*confineinit.Spec, error) {
 	if c.TempDir == "" {
 		return nil, errors.New("confine: Command.TempDir is required")
 	}
-	s := &initSpec{Net: p.Network, Dir: c.Dir, Path: c.Path, Args: c.Args, ExitWithMain: c.ExitWithMain}
+	s := &confineinit.Spec{Net: string(p.Network), Dir: c.Dir, Path: c.Path, Args: c.Args, ExitWithMain: c.ExitWithMain}
 	s.Writable = append(s.Writable, c.TempDir)
 	if p.Mode == WorkspaceWrite {
 		s.Writable = append(s.Writable, p.Workspace)
@@ -230,7 +233,7 @@ const (
 )
 
 // start re-executes the init binary in new namespaces with spec.
-func (d *Driver) start(ctx context.Context, p *Policy, spec *initSpec, stdin, stdout, stderr *os.File) (*Process, error) {
+func (d *Driver) start(ctx context.Context, p *Policy, spec *confineinit.Spec, stdin, stdout, stderr *os.File) (*Process, error) {
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("confine: control socket: %w", err)
@@ -242,8 +245,33 @@ func (d *Driver) start(ctx context.Context, p *Policy, spec *initSpec, stdin, st
 		childF.Close()
 		return nil, fmt.Errorf("confine: spec pipe: %w", err)
 	}
+	filter, err := buildFilter()
+	if err != nil {
+		parentF.Close()
+		childF.Close()
+		specR.Close()
+		specW.Close()
+		return nil, unavailable("seccomp", err, "a supported architecture (amd64, arm64, riscv64, ppc64le, s390x), or set sandbox.confinement to \"off\"")
+	}
+	spec.Filter = filter
+	extra := []*os.File{childF, specR}
+	llfd, llflags, abi, err := landlockRuleset(spec.Writable)
+	if err != nil {
+		parentF.Close()
+		childF.Close()
+		specR.Close()
+		specW.Close()
+		return nil, unavailable("Landlock", err, "a kernel with a working Landlock, or set sandbox.confinement to \"off\"")
+	}
+	var llFile *os.File
+	if llfd >= 0 {
+		llFile = os.NewFile(uintptr(llfd), "landlock-ruleset")
+		defer llFile.Close()
+		extra = append(extra, llFile)
+		spec.Landlock, spec.LandlockFlags = true, llflags
+	}
 	flags := uintptr(unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS)
-	if spec.Net != NetworkOn {
+	if spec.Net != string(NetworkOn) {
 		flags |= unix.CLONE_NEWNET
 	}
 	uid, gid := os.Getuid(), os.Getgid()
@@ -267,8 +295,8 @@ func (d *Driver) start(ctx context.Context, p *Policy, spec *initSpec, stdin, st
 		Stdin:  stdinOrNil(stdin),
 		Stdout: stdoutOrNil(stdout),
 		Stderr: stdoutOrNil(stderr),
-		// fd 3 and 4 in the init.
-		ExtraFiles:  []*os.File{childF, specR},
+		// fd 3, 4 and 5 in the init (confineinit.CtrlFD, SpecFD, LandlockFD).
+		ExtraFiles:  extra,
 		SysProcAttr: attr,
 	}
 	err = cmd.Start()
@@ -294,7 +322,7 @@ func (d *Driver) start(ctx context.Context, p *Policy, spec *initSpec, stdin, st
 		_ = cmd.Wait()
 		return nil, fmt.Errorf("confine: control socket: %w", err)
 	}
-	pr := &Process{init: cmd, ctrl: conn.(*net.UnixConn), exited: make(chan struct{}), done: make(chan struct{}), escaped: make(chan int, 1)}
+	pr := &Process{init: cmd, ctrl: conn.(*net.UnixConn), exited: make(chan struct{}), done: make(chan struct{}), escaped: make(chan int, 1), landlockABI: abi}
 	go func() {
 		err := cmd.Wait()
 		pr.mu.Lock()
@@ -515,8 +543,8 @@ func (d *Driver) runProbe() Probe {
 	if err := os.WriteFile(secret, []byte("probe\n"), 0o600); err != nil {
 		return Probe{Err: unavailable("a temporary folder for the probe", err, "make the temporary folder ($TMPDIR) writable")}
 	}
-	spec := &initSpec{Net: NetworkOff, Writable: []string{tmp, ws}, ReadOnly: []string{ro}, MaskFiles: []string{secret},
-		Dir: ws, Probe: &probeSpec{Outside: outside, Inside: ws, Masked: secret, ReadOnly: ro}}
+	spec := &confineinit.Spec{Net: string(NetworkOff), Writable: []string{tmp, ws}, ReadOnly: []string{ro}, MaskFiles: []string{secret},
+		Dir: ws, Probe: &confineinit.Probe{Outside: outside, Inside: ws, Masked: secret, ReadOnly: ro}}
 	pol := &Policy{Mode: WorkspaceWrite, Network: NetworkOff, Workspace: ws}
 	pr, err := d.start(context.Background(), pol, spec, nil, nil, nil)
 	if err != nil {
@@ -534,7 +562,5 @@ func (d *Driver) runProbe() Probe {
 	if verdict != "ok" {
 		return Probe{Err: unavailable("a working sandbox", fmt.Errorf("the probe's check failed: %s", rest), "report this kernel; set sandbox.confinement to \"off\" only if you accept unconfined commands")}
 	}
-	abiS, checks, _ := strings.Cut(rest, " ")
-	abi, _ := strconv.Atoi(abiS)
-	return Probe{LandlockABI: abi, Checks: strings.Split(checks, ",")}
+	return Probe{LandlockABI: pr.landlockABI, Checks: strings.Split(rest, ",")}
 }

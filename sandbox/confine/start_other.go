@@ -9,9 +9,6 @@ import (
 	"syscall"
 )
 
-// InitArg is the first argument of the sandbox's init (Linux only).
-const InitArg = "__aibuddy-confine-init"
-
 // Process is a command running confined (Linux only).
 type Process struct{}
 

@@ -1,4 +1,4 @@
-package confine
+package confineinit
 
 import (
 	"bytes"
@@ -12,73 +12,106 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-
-	"github.com/landlock-lsm/go-landlock/landlock"
-	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
-	"golang.org/x/sys/unix"
+	"unsafe"
 )
-
-// InitArg is the first argument with which the driver re-executes the
-// running binary as the sandbox's init. This package's init function
-// recognizes it (only in a process that is PID 1 of its namespace) and
-// runs the init instead of the program, so any binary linking the package
-// can serve: nothing needs to be wired into main.
-const InitArg = "__aibuddy-confine-init"
 
 // Descriptors the init inherits besides stdio.
 const (
-	initCtrlFD = 3 // SOCK_SEQPACKET to the driver: messages both ways
-	initSpecFD = 4 // the initSpec as JSON, then EOF
+	CtrlFD     = 3 // SOCK_SEQPACKET to the driver: messages both ways
+	SpecFD     = 4 // the Spec as JSON, then EOF
+	LandlockFD = 5 // the Landlock ruleset, when Spec.Landlock
 )
 
 func init() {
-	if len(os.Args) > 1 && os.Args[1] == InitArg && os.Getpid() == 1 {
-		os.Exit(runInit())
+	if len(os.Args) > 1 && os.Args[1] == Arg && os.Getpid() == 1 {
+		os.Exit(run())
 	}
 }
 
-// initSpec is what the driver tells the init to set up and run.
-type initSpec struct {
-	Net          Network  `json:"net"`
-	Writable     []string `json:"writable,omitempty"` // bound read-write (absolute)
-	ReadOnly     []string `json:"readOnly,omitempty"` // inside writable roots, bound read-only again
-	MaskDirs     []string `json:"maskDirs,omitempty"`
-	MaskFiles    []string `json:"maskFiles,omitempty"`
-	Dir          string   `json:"dir"`
-	Path         string   `json:"path"`
-	Args         []string `json:"args"`
-	Env          []string `json:"env"`
-	ExitWithMain bool     `json:"exitWithMain,omitempty"`
+// Network policies the init sets up (the values of confine.Network).
+const (
+	NetOff     = "off"
+	NetLimited = "limited"
+	NetOn      = "on"
+)
+
+// Spec is what the driver tells the init to set up and run.
+type Spec struct {
+	Net       string   `json:"net"`
+	Writable  []string `json:"writable,omitempty"` // bound read-write (absolute)
+	ReadOnly  []string `json:"readOnly,omitempty"` // inside writable roots, bound read-only again
+	MaskDirs  []string `json:"maskDirs,omitempty"`
+	MaskFiles []string `json:"maskFiles,omitempty"`
+	Dir       string   `json:"dir"`
+	Path      string   `json:"path"`
+	Args      []string `json:"args"`
+	Env       []string `json:"env"`
+	// ExitWithMain ends the sandbox when the main process exits.
+	ExitWithMain bool `json:"exitWithMain,omitempty"`
+	// Filter is the seccomp program (struct sock_filter: code, jt, jf, k).
+	Filter [][4]uint32 `json:"filter"`
+	// Landlock says the ruleset at LandlockFD is to be enforced, with
+	// LandlockFlags for landlock_restrict_self.
+	Landlock      bool   `json:"landlock,omitempty"`
+	LandlockFlags uint32 `json:"landlockFlags,omitempty"`
 	// Probe, when set, runs the behavioural checks instead of a command.
-	Probe *probeSpec `json:"probe,omitempty"`
+	Probe *Probe `json:"probe,omitempty"`
 }
 
-// probeSpec names the paths the probe's checks use.
-type probeSpec struct {
-	Outside  string `json:"outside"`  // a folder outside the writable roots: creating a file there must fail
+// Probe names the paths the probe's checks use.
+type Probe struct {
+	Outside  string `json:"outside"`  // outside the writable roots: creating a file there must fail
 	Inside   string `json:"inside"`   // a writable root: creating a file there must work
-	Masked   string `json:"masked"`   // a file in MaskFiles: reading it must fail
-	ReadOnly string `json:"readOnly"` // a folder in ReadOnly: creating a file there must fail
+	Masked   string `json:"masked"`   // a file in MaskFiles: opening it must fail
+	ReadOnly string `json:"readOnly"` // in ReadOnly: creating a file there must fail
 }
+
+// Syscall numbers of the mount API and Landlock: the same on every
+// architecture (allocated after the tables were unified).
+const (
+	sysOpenTree             = 428
+	sysMoveMount            = 429
+	sysFsopen               = 430
+	sysFsconfig             = 431
+	sysFsmount              = 432
+	sysMountSetattr         = 442
+	sysLandlockRestrictSelf = 446
+)
+
+const (
+	atEmptyPath        = 0x1000
+	atRecursive        = 0x8000
+	mountAttrRdonly    = 0x1
+	mountAttrNosuid    = 0x2
+	mountAttrNodev     = 0x4
+	mountAttrNoexec    = 0x8
+	openTreeClone      = 0x1
+	moveMountFEmpty    = 0x4
+	moveMountTSymlinks = 0x10
+	fsconfigSetString  = 1
+	fsconfigCmdCreate  = 6
+
+	prSetSeccomp         = 22
+	prCapbsetDrop        = 24
+	prSetSecurebits      = 28
+	prSetNoNewPrivs      = 38
+	prCapAmbient         = 47
+	prCapAmbientClearAll = 4
+	seccompModeFilter    = 2
+	capVersion3          = 0x20080522
+
+	siocgifflags = 0x8913
+	siocsifflags = 0x8914
+	iffUp        = 0x1
+)
 
 // Secure bits (linux/securebits.h): root is not special, and this cannot
 // be undone by the command.
-const (
-	secbitNoRoot                  = 1 << 0
-	secbitNoRootLocked            = 1 << 1
-	secbitNoSetuidFixup           = 1 << 2
-	secbitNoSetuidFixupLocked     = 1 << 3
-	secbitKeepCapsLocked          = 1 << 5
-	secbitNoCapAmbientRaise       = 1 << 6
-	secbitNoCapAmbientRaiseLocked = 1 << 7
-)
+const securebits = 1<<0 | 1<<1 | 1<<2 | 1<<3 | 1<<5 | 1<<6 | 1<<7
 
-func runInit() int {
-	ctrlFile := os.NewFile(initCtrlFD, "confine-control")
-	specFile := os.NewFile(initSpecFD, "confine-spec")
-	if ctrlFile == nil || specFile == nil {
-		return 125
-	}
+func run() int {
+	ctrlFile := os.NewFile(CtrlFD, "confine-control")
+	specFile := os.NewFile(SpecFD, "confine-spec")
 	c, err := net.FileConn(ctrlFile)
 	_ = ctrlFile.Close()
 	if err != nil {
@@ -92,7 +125,7 @@ func runInit() int {
 			for i, f := range files {
 				fds[i] = int(f.Fd())
 			}
-			oob = unix.UnixRights(fds...)
+			oob = syscall.UnixRights(fds...)
 		}
 		_, _, err := ctrl.WriteMsgUnix([]byte(msg), oob, nil)
 		return err
@@ -101,7 +134,7 @@ func runInit() int {
 		_ = send("error " + stage + ": " + err.Error())
 		return 125
 	}
-	var s initSpec
+	var s Spec
 	if err := json.NewDecoder(specFile).Decode(&s); err != nil {
 		return fail("spec", err)
 	}
@@ -110,12 +143,12 @@ func runInit() int {
 	if err := setupMounts(&s); err != nil {
 		return fail("mounts", err)
 	}
-	if s.Net != NetworkOn {
+	if s.Net != NetOn {
 		if err := loopbackUp(); err != nil {
 			return fail("network", fmt.Errorf("bring up the loopback interface of the network namespace: %w", err))
 		}
 	}
-	if s.Net == NetworkLimited {
+	if s.Net == NetLimited {
 		files, port, err := egressListeners()
 		if err != nil {
 			return fail("network", err)
@@ -157,7 +190,7 @@ func runInit() int {
 	// end of output when the command's processes close theirs.
 	if null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0); err == nil {
 		for fd := 0; fd <= 2; fd++ {
-			_ = unix.Dup3(int(null.Fd()), fd, 0)
+			_ = syscall.Dup3(int(null.Fd()), fd, 0)
 		}
 		_ = null.Close()
 	}
@@ -181,9 +214,9 @@ func runInit() int {
 	mainDone := false
 	reap := func() (exit bool, code int) {
 		for {
-			var ws unix.WaitStatus
-			pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
-			if err == unix.EINTR {
+			var ws syscall.WaitStatus
+			pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
+			if err == syscall.EINTR {
 				continue
 			}
 			if pid <= 0 {
@@ -218,7 +251,7 @@ func runInit() int {
 				killAll()
 				return 0
 			case m == "term":
-				_ = unix.Kill(-1, unix.SIGTERM)
+				_ = syscall.Kill(-1, syscall.SIGTERM)
 			case m == "kill":
 				n := countEscaped(r.pid)
 				killAll()
@@ -230,7 +263,7 @@ func runInit() int {
 }
 
 // killAll sends SIGKILL to every process of the namespace but the init.
-func killAll() { _ = unix.Kill(-1, unix.SIGKILL) }
+func killAll() { _ = syscall.Kill(-1, syscall.SIGKILL) }
 
 // countEscaped counts the processes of the namespace, other than the init,
 // that are not in the main command's process group (setsid, daemons),
@@ -265,44 +298,69 @@ func countEscaped(mainPid int) int {
 	return n
 }
 
+func errnoErr(e syscall.Errno) error {
+	if e == 0 {
+		return nil
+	}
+	return e
+}
+
+func cstr(s string) *byte {
+	p, err := syscall.BytePtrFromString(s)
+	if err != nil {
+		b := byte(0)
+		return &b
+	}
+	return p
+}
+
+// mountAttr is struct mount_attr.
+type mountAttr struct {
+	set, clr, propagation, usernsFD uint64
+}
+
+func mountSetattr(dirfd int, path string, flags uintptr, a *mountAttr) error {
+	_, _, e := syscall.Syscall6(sysMountSetattr, uintptr(dirfd), uintptr(unsafe.Pointer(cstr(path))), flags,
+		uintptr(unsafe.Pointer(a)), unsafe.Sizeof(*a), 0)
+	return errnoErr(e)
+}
+
 // setupMounts builds the sandbox's view of the filesystem in the new mount
 // namespace: everything read-only, the writable roots bound writable, the
 // read-only paths bound read-only inside them, the masks, a /proc of this
 // PID namespace and a private /dev/shm.
-func setupMounts(s *initSpec) error {
-	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+func setupMounts(s *Spec) error {
+	if err := syscall.Mount("", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("make the mount tree private: %w", err)
 	}
-	stage, err := stagingMount(s.Net == NetworkLimited)
+	stage, err := stagingMount(s.Net == NetLimited)
 	if err != nil {
 		return err
 	}
-	defer unix.Close(stage)
-	if err := unix.MountSetattr(unix.AT_FDCWD, "/", unix.AT_RECURSIVE,
-		&unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID}); err != nil {
+	defer syscall.Close(stage)
+	if err := mountSetattr(atFDCWD, "/", atRecursive, &mountAttr{set: mountAttrRdonly | mountAttrNosuid}); err != nil {
 		return fmt.Errorf("make the filesystem read-only: %w", err)
 	}
 	for _, w := range s.Writable {
-		if err := unix.Mount(w, w, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		if err := syscall.Mount(w, w, "", syscall.MS_BIND|syscall.MS_REC, ""); err != nil {
 			return fmt.Errorf("bind the writable folder %s: %w", w, err)
 		}
-		clr := &unix.MountAttr{Attr_clr: unix.MOUNT_ATTR_RDONLY}
-		if err := unix.MountSetattr(unix.AT_FDCWD, w, unix.AT_RECURSIVE, clr); err != nil {
+		clr := &mountAttr{clr: mountAttrRdonly}
+		if err := mountSetattr(atFDCWD, w, atRecursive, clr); err != nil {
 			// A mount inside it that the host keeps read-only stays so.
-			if err := unix.MountSetattr(unix.AT_FDCWD, w, 0, clr); err != nil {
+			if err := mountSetattr(atFDCWD, w, 0, clr); err != nil {
 				return fmt.Errorf("make %s writable: %w", w, err)
 			}
 		}
 	}
 	for _, r := range s.ReadOnly {
-		if err := unix.Mount(r, r, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
-			if errors.Is(err, unix.ENOENT) {
+		if err := syscall.Mount(r, r, "", syscall.MS_BIND|syscall.MS_REC, ""); err != nil {
+			if errors.Is(err, syscall.ENOENT) {
 				continue
 			}
 			return fmt.Errorf("bind the read-only path %s: %w", r, err)
 		}
-		if err := unix.MountSetattr(unix.AT_FDCWD, r, unix.AT_RECURSIVE,
-			&unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}); err != nil {
+		if err := mountSetattr(atFDCWD, r, atRecursive, &mountAttr{set: mountAttrRdonly}); err != nil {
 			return fmt.Errorf("make %s read-only: %w", r, err)
 		}
 	}
@@ -317,72 +375,75 @@ func setupMounts(s *initSpec) error {
 		}
 	}
 	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
-		if err := unix.Mount("tmpfs", "/dev/shm", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777"); err != nil {
+		if err := syscall.Mount("tmpfs", "/dev/shm", "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, "mode=1777"); err != nil {
 			return fmt.Errorf("mount a private /dev/shm: %w", err)
 		}
 	}
-	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+	if err := syscall.Mount("proc", "/proc", "proc", syscall.MS_NOSUID|syscall.MS_NODEV|syscall.MS_NOEXEC, ""); err != nil {
 		return fmt.Errorf("mount /proc for the PID namespace: %w", err)
 	}
-	if s.Net == NetworkLimited {
+	if s.Net == NetLimited {
 		// Lookups go to the plane's resolver on 127.0.0.1:53.
-		if err := bindFrom(stage, "resolv.conf", "/etc/resolv.conf"); err != nil && !errors.Is(err, unix.ENOENT) {
+		if err := bindFrom(stage, "resolv.conf", "/etc/resolv.conf"); err != nil && !errors.Is(err, syscall.ENOENT) {
 			return fmt.Errorf("point /etc/resolv.conf at the plane's resolver: %w", err)
 		}
 	}
 	return nil
 }
 
+const atFDCWD = -100
+
 // stagingMount makes a small detached, read-only tmpfs holding the mask
 // sources: "empty" (a mode-000 file), "emptydir" (a mode-000 folder) and,
 // for the limited network, "resolv.conf". It returns the mount's
 // descriptor.
 func stagingMount(resolv bool) (int, error) {
-	fsfd, err := unix.Fsopen("tmpfs", unix.FSOPEN_CLOEXEC)
-	if err != nil {
-		return -1, fmt.Errorf("tmpfs for masks: %w", err)
+	fsfd, _, e := syscall.Syscall(sysFsopen, uintptr(unsafe.Pointer(cstr("tmpfs"))), 1 /* FSOPEN_CLOEXEC */, 0)
+	if e != 0 {
+		return -1, fmt.Errorf("tmpfs for masks: fsopen: %w", e)
 	}
-	defer unix.Close(fsfd)
-	_ = unix.FsconfigSetString(fsfd, "size", "64k")
-	_ = unix.FsconfigSetString(fsfd, "mode", "0755")
-	if err := unix.FsconfigCreate(fsfd); err != nil {
-		return -1, fmt.Errorf("tmpfs for masks: %w", err)
+	defer syscall.Close(int(fsfd))
+	for _, kv := range [][2]string{{"size", "64k"}, {"mode", "0755"}} {
+		_, _, _ = syscall.Syscall6(sysFsconfig, fsfd, fsconfigSetString, uintptr(unsafe.Pointer(cstr(kv[0]))), uintptr(unsafe.Pointer(cstr(kv[1]))), 0, 0)
 	}
-	mfd, err := unix.Fsmount(fsfd, unix.FSMOUNT_CLOEXEC, 0)
-	if err != nil {
-		return -1, fmt.Errorf("tmpfs for masks: %w", err)
+	if _, _, e := syscall.Syscall6(sysFsconfig, fsfd, fsconfigCmdCreate, 0, 0, 0, 0); e != 0 {
+		return -1, fmt.Errorf("tmpfs for masks: fsconfig: %w", e)
 	}
+	m, _, e := syscall.Syscall(sysFsmount, fsfd, 1 /* FSMOUNT_CLOEXEC */, 0)
+	if e != 0 {
+		return -1, fmt.Errorf("tmpfs for masks: fsmount: %w", e)
+	}
+	mfd := int(m)
 	fail := func(err error) (int, error) {
-		unix.Close(mfd)
+		syscall.Close(mfd)
 		return -1, fmt.Errorf("tmpfs for masks: %w", err)
 	}
-	fd, err := unix.Openat(mfd, "empty", unix.O_CREAT|unix.O_WRONLY|unix.O_CLOEXEC, 0)
+	fd, err := syscall.Openat(mfd, "empty", syscall.O_CREAT|syscall.O_WRONLY|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		return fail(err)
 	}
-	unix.Close(fd)
-	if err := unix.Fchmodat(mfd, "empty", 0, 0); err != nil {
+	syscall.Close(fd)
+	if err := syscall.Fchmodat(mfd, "empty", 0, 0); err != nil {
 		return fail(err)
 	}
-	if err := unix.Mkdirat(mfd, "emptydir", 0); err != nil {
+	if err := syscall.Mkdirat(mfd, "emptydir", 0); err != nil {
 		return fail(err)
 	}
-	if err := unix.Fchmodat(mfd, "emptydir", 0, 0); err != nil {
+	if err := syscall.Fchmodat(mfd, "emptydir", 0, 0); err != nil {
 		return fail(err)
 	}
 	if resolv {
-		fd, err := unix.Openat(mfd, "resolv.conf", unix.O_CREAT|unix.O_WRONLY|unix.O_CLOEXEC, 0o644)
+		fd, err := syscall.Openat(mfd, "resolv.conf", syscall.O_CREAT|syscall.O_WRONLY|syscall.O_CLOEXEC, 0o644)
 		if err != nil {
 			return fail(err)
 		}
-		_, err = unix.Write(fd, []byte("# the aibuddy plane's resolver: only sandbox.allowedDomains resolve\nnameserver 127.0.0.1\noptions attempts:1 timeout:2\n"))
-		unix.Close(fd)
+		_, err = syscall.Write(fd, []byte("# the aibuddy plane's resolver: only sandbox.allowedDomains resolve\nnameserver 127.0.0.1\noptions attempts:1 timeout:2\n"))
+		syscall.Close(fd)
 		if err != nil {
 			return fail(err)
 		}
 	}
-	if err := unix.MountSetattr(mfd, "", unix.AT_EMPTY_PATH, &unix.MountAttr{
-		Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV | unix.MOUNT_ATTR_NOEXEC}); err != nil {
+	if err := mountSetattr(mfd, "", atEmptyPath, &mountAttr{set: mountAttrRdonly | mountAttrNosuid | mountAttrNodev | mountAttrNoexec}); err != nil {
 		return fail(err)
 	}
 	return mfd, nil
@@ -392,19 +453,15 @@ func stagingMount(resolv bool) (int, error) {
 // mount. A target that is gone is skipped; one whose kind changed since
 // the driver looked is covered with the other kind.
 func mask(stage int, target string, dir bool) error {
-	src := "empty"
+	src, alt := "empty", "emptydir"
 	if dir {
-		src = "emptydir"
+		src, alt = alt, src
 	}
 	err := bindFrom(stage, src, target)
-	if errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.EISDIR) {
-		alt := "emptydir"
-		if dir {
-			alt = "empty"
-		}
+	if errors.Is(err, syscall.ENOTDIR) || errors.Is(err, syscall.EISDIR) {
 		err = bindFrom(stage, alt, target)
 	}
-	if err == nil || errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ELOOP) {
+	if err == nil || errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ELOOP) {
 		return nil
 	}
 	return fmt.Errorf("mask %s: %w", target, err)
@@ -413,30 +470,33 @@ func mask(stage int, target string, dir bool) error {
 // bindFrom mounts a clone of name (in the staging mount) on target,
 // following symbolic links in target.
 func bindFrom(stage int, name, target string) error {
-	t, err := unix.OpenTree(stage, name, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
-	if err != nil {
-		return err
+	t, _, e := syscall.Syscall(sysOpenTree, uintptr(stage), uintptr(unsafe.Pointer(cstr(name))), openTreeClone|syscall.O_CLOEXEC)
+	if e != 0 {
+		return e
 	}
-	defer unix.Close(t)
-	return unix.MoveMount(t, "", unix.AT_FDCWD, target, unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_SYMLINKS)
+	defer syscall.Close(int(t))
+	cwd := atFDCWD
+	_, _, e = syscall.Syscall6(sysMoveMount, t, uintptr(unsafe.Pointer(cstr(""))), uintptr(cwd), uintptr(unsafe.Pointer(cstr(target))),
+		moveMountFEmpty|moveMountTSymlinks, 0)
+	return errnoErr(e)
 }
 
 // loopbackUp brings up "lo" in the current network namespace.
 func loopbackUp() error {
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_DGRAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return err
 	}
-	defer unix.Close(fd)
-	ifr, err := unix.NewIfreq("lo")
-	if err != nil {
-		return err
+	defer syscall.Close(fd)
+	var ifr [40]byte // struct ifreq: name[16], then the flags (short)
+	copy(ifr[:], "lo")
+	if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, uintptr(fd), siocgifflags, uintptr(unsafe.Pointer(&ifr[0]))); e != 0 {
+		return e
 	}
-	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
-		return err
-	}
-	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
-	return unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr)
+	flags := *(*uint16)(unsafe.Pointer(&ifr[16])) | iffUp
+	*(*uint16)(unsafe.Pointer(&ifr[16])) = flags
+	_, _, e := syscall.Syscall(syscall.SYS_IOCTL, uintptr(fd), siocsifflags, uintptr(unsafe.Pointer(&ifr[0])))
+	return errnoErr(e)
 }
 
 // egressListeners opens, inside this network namespace, the proxy's TCP
@@ -489,30 +549,42 @@ func proxyEnv(env []string, port int) []string {
 	return out
 }
 
+func prctl(op, a2, a3 uintptr) error {
+	_, _, e := syscall.RawSyscall6(syscall.SYS_PRCTL, op, a2, a3, 0, 0, 0)
+	return errnoErr(e)
+}
+
 // restrictAndStart drops every capability of the calling (locked)
 // thread, sets no_new_privs, applies Landlock and seccomp to it, and then
 // starts the command, or, for a probe, runs the checks. The command
 // inherits the thread's restrictions.
-func restrictAndStart(s *initSpec) (pid int, probe string, err error) {
-	prog, err := buildFilter()
-	if err != nil {
-		return 0, "", err
+func restrictAndStart(s *Spec) (pid int, probe string, err error) {
+	if len(s.Filter) == 0 {
+		return 0, "", errors.New("seccomp: no filter")
+	}
+	prog := make([]syscall.SockFilter, len(s.Filter))
+	for i, f := range s.Filter {
+		prog[i] = syscall.SockFilter{Code: uint16(f[0]), Jt: uint8(f[1]), Jf: uint8(f[2]), K: f[3]}
 	}
 	if err := dropCaps(); err != nil {
 		return 0, "", fmt.Errorf("drop capabilities: %w", err)
 	}
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+	if err := prctl(prSetNoNewPrivs, 1, 0); err != nil {
 		return 0, "", fmt.Errorf("no_new_privs: %w", err)
 	}
-	abi, err := applyLandlock(s.Writable)
-	if err != nil {
-		return 0, "", fmt.Errorf("landlock: %w", err)
+	if s.Landlock {
+		_, _, e := syscall.RawSyscall(sysLandlockRestrictSelf, LandlockFD, uintptr(s.LandlockFlags), 0)
+		if e != 0 {
+			return 0, "", fmt.Errorf("landlock: restrict: %w", e)
+		}
+		syscall.Close(LandlockFD)
 	}
-	if err := installFilter(prog); err != nil {
-		return 0, "", err
+	fp := syscall.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
+	if err := prctl(prSetSeccomp, seccompModeFilter, uintptr(unsafe.Pointer(&fp))); err != nil {
+		return 0, "", fmt.Errorf("seccomp: install the filter: %w", err)
 	}
 	if s.Probe != nil {
-		return 0, runProbe(s.Probe, abi), nil
+		return 0, runProbe(s.Probe), nil
 	}
 	p, err := os.StartProcess(s.Path, s.Args, &os.ProcAttr{
 		Dir: s.Dir, Env: s.Env,
@@ -531,70 +603,40 @@ func restrictAndStart(s *initSpec) (pid int, probe string, err error) {
 // ambient, inheritable, permitted, effective) and locks the secure bits
 // that would give root its capabilities back at execve.
 func dropCaps() error {
-	bits := secbitNoRoot | secbitNoRootLocked | secbitNoSetuidFixup | secbitNoSetuidFixupLocked |
-		secbitKeepCapsLocked | secbitNoCapAmbientRaise | secbitNoCapAmbientRaiseLocked
-	if err := unix.Prctl(unix.PR_SET_SECUREBITS, uintptr(bits), 0, 0, 0); err != nil {
+	if err := prctl(prSetSecurebits, securebits, 0); err != nil {
 		return fmt.Errorf("securebits: %w", err)
 	}
-	for c := 0; c < 64; c++ {
-		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil {
-			if err == unix.EINVAL {
+	for c := uintptr(0); c < 64; c++ {
+		if err := prctl(prCapbsetDrop, c, 0); err != nil {
+			if err == syscall.EINVAL {
 				break
 			}
 			return fmt.Errorf("bounding set: %w", err)
 		}
 	}
-	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
+	if err := prctl(prCapAmbient, prCapAmbientClearAll, 0); err != nil {
 		return fmt.Errorf("ambient set: %w", err)
 	}
-	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
-	var data [2]unix.CapUserData
-	return unix.Capset(&hdr, &data[0])
-}
-
-// applyLandlock restricts the calling thread: reading and executing
-// anywhere, writing only under writable and to the usual device files, no
-// signals or abstract unix sockets to processes outside the domain. It
-// returns the ABI enforced (0: Landlock is not available, nothing done).
-func applyLandlock(writable []string) (int, error) {
-	abi, err := ll.LandlockGetABIVersion()
-	if err != nil || abi < 1 {
-		return 0, nil
-	}
-	cfg := landlock.Config{HandledAccessFS: landlock.V7.HandledAccessFS, Scoped: landlock.V7.Scoped}.BestEffort()
-	rules := []landlock.Rule{
-		landlock.RODirs("/"),
-		landlock.RWFiles("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx").WithIoctlDev().IgnoreIfMissing(),
-		landlock.RWDirs("/dev/pts", "/dev/shm").WithIoctlDev().IgnoreIfMissing(),
-	}
-	if len(writable) > 0 {
-		rules = append(rules, landlock.RWDirs(writable...).WithRefer())
-	}
-	fd, flags, err := cfg.NewRulesetFD(rules...)
-	if err != nil {
-		return 0, err
-	}
-	if fd < 0 {
-		return 0, nil
-	}
-	defer unix.Close(fd)
-	if err := ll.LandlockRestrictSelf(fd, flags); err != nil {
-		return 0, err
-	}
-	return abi, nil
+	hdr := struct {
+		version uint32
+		pid     int32
+	}{capVersion3, 0}
+	var data [2]struct{ effective, permitted, inheritable uint32 }
+	_, _, e := syscall.RawSyscall(syscall.SYS_CAPSET, uintptr(unsafe.Pointer(&hdr)), uintptr(unsafe.Pointer(&data[0])), 0)
+	return errnoErr(e)
 }
 
 // runProbe runs the behavioural checks under the restrictions and returns
-// "ok <landlock-abi> <checks>" or "fail <what>".
-func runProbe(p *probeSpec, abi int) string {
+// "ok <checks>" or "fail <what>".
+func runProbe(p *Probe) string {
 	create := func(dir string) error {
 		name := dir + "/.aibuddy-probe"
-		fd, err := unix.Open(name, unix.O_CREAT|unix.O_WRONLY|unix.O_CLOEXEC, 0o600)
+		fd, err := syscall.Open(name, syscall.O_CREAT|syscall.O_WRONLY|syscall.O_CLOEXEC, 0o600)
 		if err != nil {
 			return err
 		}
-		unix.Close(fd)
-		return unix.Unlink(name)
+		syscall.Close(fd)
+		return syscall.Unlink(name)
 	}
 	var passed []string
 	if err := create(p.Inside); err != nil {
@@ -603,7 +645,7 @@ func runProbe(p *probeSpec, abi int) string {
 	passed = append(passed, "write-inside")
 	if err := create(p.Outside); err == nil {
 		return "fail a file could be created outside the writable folders"
-	} else if !errors.Is(err, unix.EROFS) && !errors.Is(err, unix.EACCES) {
+	} else if !errors.Is(err, syscall.EROFS) && !errors.Is(err, syscall.EACCES) {
 		return "fail creating a file outside gave " + err.Error() + ", not a denial"
 	}
 	passed = append(passed, "write-outside-denied")
@@ -611,18 +653,18 @@ func runProbe(p *probeSpec, abi int) string {
 		return "fail a file could be created in a read-only path"
 	}
 	passed = append(passed, "read-only-path")
-	if fd, err := unix.Open(p.Masked, unix.O_RDONLY|unix.O_CLOEXEC, 0); err == nil {
-		unix.Close(fd)
+	if fd, err := syscall.Open(p.Masked, syscall.O_RDONLY|syscall.O_CLOEXEC, 0); err == nil {
+		syscall.Close(fd)
 		return "fail a masked file could be read"
 	}
 	passed = append(passed, "masked-unreadable")
-	if err := unix.Unshare(unix.CLONE_NEWUSER); err == nil {
+	if err := syscall.Unshare(syscall.CLONE_NEWUSER); err == nil {
 		return "fail a new user namespace could be made inside"
 	}
 	passed = append(passed, "no-new-namespaces")
-	if _, _, e := unix.RawSyscall(unix.SYS_PTRACE, unix.PTRACE_TRACEME, 0, 0); e == 0 {
+	if _, _, e := syscall.RawSyscall(syscall.SYS_PTRACE, syscall.PTRACE_TRACEME, 0, 0); e == 0 {
 		return "fail ptrace was allowed"
 	}
 	passed = append(passed, "no-ptrace")
-	return fmt.Sprintf("ok %d %s", abi, strings.Join(passed, ","))
+	return "ok " + strings.Join(passed, ",")
 }
