@@ -46,16 +46,16 @@ type Process struct {
 	exited chan struct{} // the main process ended (or the init did)
 	done   chan struct{} // the init was reaped
 
-	mu       sync.Mutex
-	code     int
-	signal   syscall.Signal
-	known    bool
-	escaped  chan int
-	denials  []string
+	mu      sync.Mutex
+	code    int
+	signal  syscall.Signal
+	known   bool
+	escaped chan int
+	denials []string
 	// landlockABI is the Landlock ABI of the ruleset enforced (0: none).
 	landlockABI int
-	waitErr  error
-	killOnce sync.Once
+	waitErr     error
+	killOnce    sync.Once
 }
 
 // Pid is the host process id of the sandbox's init (PID 1 inside).
