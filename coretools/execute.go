@@ -202,7 +202,8 @@ const executeSchema = `{
 // full_output_bytes (when kept), full_output_stopped ("file_limit",
 // "data_dir_limit" or "write_error", when the file stopped early),
 // evicted_outputs (older files the quota removed, when any), binary_bytes
-// (when any), timeout_ms. A sandbox without sandbox.OpExec gives an Execution error; a
+// (when any), timeout_ms, confinement_denials (what the OS confinement refused, when
+// anything). A sandbox without sandbox.OpExec gives an Execution error; a
 // workdir outside the workspace an Authorization error; a missing workdir a
 // Parameters error.
 func Execute(sb sandbox.Sandbox, opts *ExecuteOptions) *tool.Tool {
