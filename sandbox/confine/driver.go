@@ -65,6 +65,10 @@ type Driver struct {
 
 	once  sync.Once
 	probe Probe
+
+	filterOnce sync.Once
+	filterProg [][4]uint32 // the seccomp program (Linux), assembled once
+	filterErr  error
 }
 
 // Probe is what the driver found it can enforce on this machine, by

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 )
@@ -21,9 +22,11 @@ type Scanner struct {
 
 	mu   sync.Mutex
 	dirs map[string]*scanDir
+	gen  uint64 // the current walk, to forget folders a walk did not see
 }
 
 type scanDir struct {
+	gen     uint64 // the last walk that saw it
 	mod     time.Time
 	subdirs []string // base names
 	hits    []Hit
@@ -68,32 +71,30 @@ func matchDenied(patterns []string, rel, base string) bool {
 
 // Scan walks root and returns what the predicate selected, sorted by path
 // within each folder. A root that does not exist yields nothing.
-func (s *Scanner) Scan(root string) []Hit {
+func (s *Scanner) Scan(root string) []Hit { return s.scan(root, s.maxDepth) }
+
+// scan is Scan with a depth bound of its own (0: none).
+func (s *Scanner) scan(root string, maxDepth int) []Hit {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []Hit
-	seen := map[string]bool{}
-	s.walk(root, "", 0, &out, seen)
-	// Forget folders that are gone.
-	for d := range s.dirs {
-		if !seen[d] && (d == root || hasPrefixDir(d, root)) {
+	s.gen++
+	s.walk(root, "", 0, maxDepth, &out)
+	// Forget folders under root that this walk did not see (gone).
+	prefix := strings.TrimSuffix(root, "/") + "/"
+	for d, st := range s.dirs {
+		if st.gen != s.gen && (d == root || strings.HasPrefix(d, prefix)) {
 			delete(s.dirs, d)
 		}
 	}
 	return out
 }
 
-func hasPrefixDir(p, root string) bool {
-	r, err := filepath.Rel(root, p)
-	return err == nil && filepath.IsLocal(r)
-}
-
-func (s *Scanner) walk(dir, rel string, depth int, out *[]Hit, seen map[string]bool) {
+func (s *Scanner) walk(dir, rel string, depth, maxDepth int, out *[]Hit) {
 	fi, err := os.Lstat(dir)
 	if err != nil || !fi.IsDir() {
 		return
 	}
-	seen[dir] = true
 	st := s.dirs[dir]
 	if st == nil || !st.mod.Equal(fi.ModTime()) {
 		ents, err := os.ReadDir(dir)
@@ -118,8 +119,9 @@ func (s *Scanner) walk(dir, rel string, depth int, out *[]Hit, seen map[string]b
 		}
 		s.dirs[dir] = st
 	}
+	st.gen = s.gen
 	*out = append(*out, st.hits...)
-	if s.maxDepth > 0 && depth+1 >= s.maxDepth {
+	if maxDepth > 0 && depth+1 >= maxDepth {
 		return
 	}
 	for _, name := range st.subdirs {
@@ -127,6 +129,6 @@ func (s *Scanner) walk(dir, rel string, depth int, out *[]Hit, seen map[string]b
 		if rel != "" {
 			r = rel + "/" + name
 		}
-		s.walk(filepath.Join(dir, name), r, depth+1, out, seen)
+		s.walk(dir+"/"+name, r, depth+1, maxDepth, out)
 	}
 }

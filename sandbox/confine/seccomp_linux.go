@@ -140,3 +140,9 @@ func landlockRuleset(writable []string) (fd int, flags uint32, abi int, err erro
 	}
 	return fd, flags, abi, nil
 }
+
+// filter returns the seccomp program, assembled once per driver.
+func (d *Driver) filter() ([][4]uint32, error) {
+	d.filterOnce.Do(func() { d.filterProg, d.filterErr = buildFilter() })
+	return d.filterProg, d.filterErr
+}

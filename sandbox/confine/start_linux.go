@@ -188,11 +188,7 @@ func plan(p *Policy, c *Command) (*confineinit.Spec, error) {
 		if fi, err := os.Lstat(root.dir); err != nil || !fi.IsDir() {
 			continue // absent, or a link to a root walked already (/var/run)
 		}
-		sc := socks
-		if root.depth != 0 {
-			sc = &Scanner{match: socks.match, maxDepth: root.depth, dirs: socks.dirsFor()}
-		}
-		for _, h := range sc.Scan(root.dir) {
+		for _, h := range socks.scan(root.dir, root.depth) {
 			if !under(h.Path, s.Writable) {
 				s.MaskFiles = append(s.MaskFiles, h.Path)
 			}
@@ -208,9 +204,6 @@ func plan(p *Policy, c *Command) (*confineinit.Spec, error) {
 	s.Env = append(env, "TMPDIR="+c.TempDir)
 	return s, nil
 }
-
-// dirsFor shares the scanner's cache with a depth-bounded view of it.
-func (s *Scanner) dirsFor() map[string]*scanDir { return s.dirs }
 
 // under reports whether p is one of roots or inside one.
 func under(p string, roots []string) bool {
@@ -245,7 +238,7 @@ func (d *Driver) start(ctx context.Context, p *Policy, spec *confineinit.Spec, s
 		childF.Close()
 		return nil, fmt.Errorf("confine: spec pipe: %w", err)
 	}
-	filter, err := buildFilter()
+	filter, err := d.filter()
 	if err != nil {
 		parentF.Close()
 		childF.Close()

@@ -1,0 +1,4 @@
+package confineinit
+
+// sysSeccomp is seccomp(2) on loong64.
+const sysSeccomp = 277
