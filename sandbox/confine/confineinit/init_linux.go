@@ -605,26 +605,11 @@ func restrictAndStart(s *Spec) (pid int, probe string, err error) {
 	return pid, "", nil
 }
 
-// installFilter installs the seccomp program on the calling thread. With
-// seccomp(2) it passes SECCOMP_FILTER_FLAG_SPEC_ALLOW: without it the
-// kernel also turns on speculation mitigations for the task (IBPB on every
-// context switch where spectre_v2_user is "seccomp"), which halved the
-// throughput of a pipeline (cat | cat) in the sandbox; the mitigations a
-// task asks for itself (prctl) are unchanged.
+// installFilter installs the seccomp program on the calling thread, with
+// the kernel's default speculation mitigations for filtered tasks (no
+// SECCOMP_FILTER_FLAG_SPEC_ALLOW: the sandbox runs untrusted code).
 func installFilter(prog []syscall.SockFilter) error {
 	fp := syscall.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
-	if sysSeccomp > 0 {
-		const setModeFilter, specAllow = 1, 4
-		nr := sysSeccomp
-		_, _, e := syscall.RawSyscall(uintptr(nr), setModeFilter, specAllow, uintptr(unsafe.Pointer(&fp)))
-		if e == 0 {
-			return nil
-		}
-		if e != syscall.EINVAL {
-			return fmt.Errorf("seccomp: install the filter: %w", e)
-		}
-		// A kernel before 4.17 has no SPEC_ALLOW: install it plainly.
-	}
 	if err := prctl(prSetSeccomp, seccompModeFilter, uintptr(unsafe.Pointer(&fp))); err != nil {
 		return fmt.Errorf("seccomp: install the filter: %w", err)
 	}

@@ -1,4 +1,0 @@
-package confineinit
-
-// sysSeccomp is seccomp(2) on s390x.
-const sysSeccomp = 348
