@@ -2,6 +2,8 @@
 // by side with sandbox.confinement "off", through the execute tool in this
 // process (coretools.Execute on a local sandbox):
 //
+// The two sides alternate call by call (after one warm-up call each).
+//
 //   - start-up: the median wall time of `true` over -runs calls per side
 //     (goal: confined adds at most 10 ms);
 //   - a flood: `cat` of a -bytes file of 100-character lines (default
@@ -92,31 +94,37 @@ func run(runs, floods int, size int64, mode, network, domains string) error {
 		}
 		return d, nil
 	}
-	median := func(s side, cmd string, n int) (time.Duration, error) {
-		var ds []time.Duration
-		if _, err := call(s, cmd); err != nil { // warm-up: page cache, probe
-			return 0, err
+	// The sides alternate call by call, so a change in the machine's load
+	// falls on both alike.
+	medians := func(cmd string, n int) (out [2]time.Duration, err error) {
+		var ds [2][]time.Duration
+		for _, s := range sides { // warm-up: page cache, probe
+			if _, err := call(s, cmd); err != nil {
+				return out, err
+			}
 		}
 		for range n {
-			d, err := call(s, cmd)
-			if err != nil {
-				return 0, err
+			for i, s := range sides {
+				d, err := call(s, cmd)
+				if err != nil {
+					return out, err
+				}
+				ds[i] = append(ds[i], d)
 			}
-			ds = append(ds, d)
 		}
-		slices.Sort(ds)
-		return ds[len(ds)/2], nil
+		for i := range ds {
+			slices.Sort(ds[i])
+			out[i] = ds[i][len(ds[i])/2]
+		}
+		return out, nil
 	}
-	var trues, cats [2]time.Duration
-	for i, s := range sides {
-		if trues[i], err = median(s, "true", runs); err != nil {
-			return err
-		}
+	trues, err := medians("true", runs)
+	if err != nil {
+		return err
 	}
-	for i, s := range sides {
-		if cats[i], err = median(s, "cat flood.txt", floods); err != nil {
-			return err
-		}
+	cats, err := medians("cat flood.txt", floods)
+	if err != nil {
+		return err
 	}
 	fmt.Printf("%-34s %12s %12s %s\n", "command (median)", "off", "confined", "confined vs off")
 	fmt.Printf("%-34s %12s %12s %+.1f ms (goal <= +10 ms)\n", fmt.Sprintf("true (%d calls)", runs), round(trues[0]), round(trues[1]),

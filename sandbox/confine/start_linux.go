@@ -2,7 +2,6 @@ package confine
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -305,7 +304,7 @@ func (d *Driver) start(ctx context.Context, p *Policy, spec *confineinit.Spec, s
 		return nil, unavailable(piece, err, fix)
 	}
 	go func() {
-		_ = json.NewEncoder(specW).Encode(spec)
+		_, _ = specW.Write(confineinit.Encode(spec))
 		specW.Close()
 	}()
 	conn, err := net.FileConn(parentF)

@@ -2,12 +2,8 @@ package confineinit
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
-	"fmt"
-	"net"
 	"os"
-	"os/signal"
 	"runtime"
 	"strconv"
 	"strings"
@@ -26,44 +22,6 @@ func init() {
 	if len(os.Args) > 1 && os.Args[1] == Arg && os.Getpid() == 1 {
 		os.Exit(run())
 	}
-}
-
-// Network policies the init sets up (the values of confine.Network).
-const (
-	NetOff     = "off"
-	NetLimited = "limited"
-	NetOn      = "on"
-)
-
-// Spec is what the driver tells the init to set up and run.
-type Spec struct {
-	Net       string   `json:"net"`
-	Writable  []string `json:"writable,omitempty"` // bound read-write (absolute)
-	ReadOnly  []string `json:"readOnly,omitempty"` // inside writable roots, bound read-only again
-	MaskDirs  []string `json:"maskDirs,omitempty"`
-	MaskFiles []string `json:"maskFiles,omitempty"`
-	Dir       string   `json:"dir"`
-	Path      string   `json:"path"`
-	Args      []string `json:"args"`
-	Env       []string `json:"env"`
-	// ExitWithMain ends the sandbox when the main process exits.
-	ExitWithMain bool `json:"exitWithMain,omitempty"`
-	// Filter is the seccomp program (struct sock_filter: code, jt, jf, k).
-	Filter [][4]uint32 `json:"filter"`
-	// Landlock says the ruleset at LandlockFD is to be enforced, with
-	// LandlockFlags for landlock_restrict_self.
-	Landlock      bool   `json:"landlock,omitempty"`
-	LandlockFlags uint32 `json:"landlockFlags,omitempty"`
-	// Probe, when set, runs the behavioural checks instead of a command.
-	Probe *Probe `json:"probe,omitempty"`
-}
-
-// Probe names the paths the probe's checks use.
-type Probe struct {
-	Outside  string `json:"outside"`  // outside the writable roots: creating a file there must fail
-	Inside   string `json:"inside"`   // a writable root: creating a file there must work
-	Masked   string `json:"masked"`   // a file in MaskFiles: opening it must fail
-	ReadOnly string `json:"readOnly"` // in ReadOnly: creating a file there must fail
 }
 
 // Syscall numbers of the mount API and Landlock: the same on every
@@ -110,60 +68,49 @@ const (
 const securebits = 1<<0 | 1<<1 | 1<<2 | 1<<3 | 1<<5 | 1<<6 | 1<<7
 
 func run() int {
-	ctrlFile := os.NewFile(CtrlFD, "confine-control")
-	specFile := os.NewFile(SpecFD, "confine-spec")
-	c, err := net.FileConn(ctrlFile)
-	_ = ctrlFile.Close()
-	if err != nil {
-		return 125
-	}
-	ctrl := c.(*net.UnixConn)
-	send := func(msg string, files ...*os.File) error {
+	send := func(msg string, fds ...int) error {
 		var oob []byte
-		if len(files) > 0 {
-			fds := make([]int, len(files))
-			for i, f := range files {
-				fds[i] = int(f.Fd())
-			}
+		if len(fds) > 0 {
 			oob = syscall.UnixRights(fds...)
 		}
-		_, _, err := ctrl.WriteMsgUnix([]byte(msg), oob, nil)
-		return err
+		return syscall.Sendmsg(CtrlFD, []byte(msg), oob, nil, 0)
 	}
 	fail := func(stage string, err error) int {
 		_ = send("error " + stage + ": " + err.Error())
 		return 125
 	}
-	var s Spec
-	if err := json.NewDecoder(specFile).Decode(&s); err != nil {
+	raw, err := readAll(SpecFD)
+	if err != nil {
 		return fail("spec", err)
 	}
-	_ = specFile.Close()
+	syscall.Close(SpecFD)
+	s, err := Decode(raw)
+	if err != nil {
+		return fail("spec", err)
+	}
 
-	if err := setupMounts(&s); err != nil {
+	if err := setupMounts(s); err != nil {
 		return fail("mounts", err)
 	}
 	if s.Net != NetOn {
 		if err := loopbackUp(); err != nil {
-			return fail("network", fmt.Errorf("bring up the loopback interface of the network namespace: %w", err))
+			return fail("network", wrap("bring up the loopback interface of the network namespace", err))
 		}
 	}
 	if s.Net == NetLimited {
-		files, port, err := egressListeners()
+		fds, port, err := egressListeners()
 		if err != nil {
 			return fail("network", err)
 		}
-		if err := send("listen "+strconv.Itoa(port), files...); err != nil {
+		if err := send("listen "+strconv.Itoa(port), fds...); err != nil {
 			return fail("network", err)
 		}
-		for _, f := range files {
-			_ = f.Close()
+		for _, fd := range fds {
+			syscall.Close(fd)
 		}
 		s.Env = proxyEnv(s.Env, port)
 	}
 
-	sigc := make(chan os.Signal, 64)
-	signal.Notify(sigc, syscall.SIGCHLD)
 	type startResult struct {
 		pid   int
 		probe string
@@ -175,7 +122,7 @@ func run() int {
 		// command inherits them from it. The goroutine returns locked,
 		// so the restricted thread ends with it.
 		runtime.LockOSThread()
-		pid, probe, err := restrictAndStart(&s)
+		pid, probe, err := restrictAndStart(s)
 		res <- startResult{pid, probe, err}
 	}()
 	r := <-res
@@ -188,11 +135,11 @@ func run() int {
 	}
 	// The init keeps no copy of the command's stdio: the driver sees the
 	// end of output when the command's processes close theirs.
-	if null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0); err == nil {
+	if null, err := syscall.Open("/dev/null", syscall.O_RDWR|syscall.O_CLOEXEC, 0); err == nil {
 		for fd := 0; fd <= 2; fd++ {
-			_ = syscall.Dup3(int(null.Fd()), fd, 0)
+			_ = syscall.Dup3(null, fd, 0)
 		}
-		_ = null.Close()
+		syscall.Close(null)
 	}
 	if err := send("started " + strconv.Itoa(r.pid)); err != nil {
 		killAll()
@@ -203,7 +150,10 @@ func run() int {
 	go func() {
 		buf := make([]byte, 256)
 		for {
-			n, _, _, _, err := ctrl.ReadMsgUnix(buf, nil)
+			n, _, _, _, err := syscall.Recvmsg(CtrlFD, buf, nil, 0)
+			if err == syscall.EINTR {
+				continue
+			}
 			if err != nil || n == 0 {
 				close(msgs)
 				return
@@ -211,45 +161,51 @@ func run() int {
 			msgs <- string(buf[:n])
 		}
 	}()
-	mainDone := false
-	reap := func() (exit bool, code int) {
+	// Every process of the namespace descends from the init, and orphans
+	// are reparented to it: one blocking wait4 loop sees every exit, and
+	// ECHILD means none is left.
+	type exit struct {
+		pid  int
+		ws   syscall.WaitStatus
+		none bool
+	}
+	exits := make(chan exit)
+	go func() {
 		for {
 			var ws syscall.WaitStatus
-			pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
+			pid, err := syscall.Wait4(-1, &ws, 0, nil)
 			if err == syscall.EINTR {
 				continue
 			}
-			if err == syscall.ECHILD && mainDone {
-				// Every process of the namespace descends from the
-				// init: with no child left, none is left at all, and
-				// the sandbox ends now instead of at the driver's kill.
-				_ = send("escaped 0")
-				return true, 0
+			if err != nil {
+				exits <- exit{none: true}
+				return
 			}
-			if pid <= 0 {
-				return false, 0
-			}
-			if pid == r.pid && !mainDone {
-				mainDone = true
-				code, sig := ws.ExitStatus(), 0
-				if ws.Signaled() {
-					code, sig = -1, int(ws.Signal())
-				}
-				_ = send(fmt.Sprintf("exit %d %d", code, sig))
-				if s.ExitWithMain {
-					if sig != 0 {
-						return true, 128 + sig
-					}
-					return true, code
-				}
-			}
+			exits <- exit{pid: pid, ws: ws}
 		}
-	}
+	}()
 	for {
 		select {
-		case <-sigc:
-			if exit, code := reap(); exit {
+		case e := <-exits:
+			if e.none {
+				// With no child left, no process is left at all: the
+				// sandbox ends now instead of at the driver's kill.
+				_ = send("escaped 0")
+				return 0
+			}
+			if e.pid != r.pid {
+				continue
+			}
+			code, sig := e.ws.ExitStatus(), 0
+			if e.ws.Signaled() {
+				code, sig = -1, int(e.ws.Signal())
+			}
+			_ = send("exit " + strconv.Itoa(code) + " " + strconv.Itoa(sig))
+			if s.ExitWithMain {
 				killAll()
+				if sig != 0 {
+					return 128 + sig
+				}
 				return code
 			}
 		case m, ok := <-msgs:
@@ -268,6 +224,36 @@ func run() int {
 		}
 	}
 }
+
+// readAll reads fd to its end.
+func readAll(fd int) ([]byte, error) {
+	var out []byte
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := syscall.Read(fd, buf)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if n == 0 {
+			return out, nil
+		}
+		out = append(out, buf[:n]...)
+	}
+}
+
+// wrapErr is an error with what was being done.
+type wrapErr struct {
+	msg string
+	err error
+}
+
+func (e *wrapErr) Error() string { return e.msg + ": " + e.err.Error() }
+func (e *wrapErr) Unwrap() error { return e.err }
+
+func wrap(msg string, err error) error { return &wrapErr{msg, err} }
 
 // killAll sends SIGKILL to every process of the namespace but the init.
 func killAll() { _ = syscall.Kill(-1, syscall.SIGKILL) }
@@ -338,7 +324,7 @@ func mountSetattr(dirfd int, path string, flags uintptr, a *mountAttr) error {
 // PID namespace and a private /dev/shm.
 func setupMounts(s *Spec) error {
 	if err := syscall.Mount("", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""); err != nil {
-		return fmt.Errorf("make the mount tree private: %w", err)
+		return wrap("make the mount tree private", err)
 	}
 	stage, err := stagingMount(s.Net == NetLimited)
 	if err != nil {
@@ -346,17 +332,17 @@ func setupMounts(s *Spec) error {
 	}
 	defer syscall.Close(stage)
 	if err := mountSetattr(atFDCWD, "/", atRecursive, &mountAttr{set: mountAttrRdonly | mountAttrNosuid}); err != nil {
-		return fmt.Errorf("make the filesystem read-only: %w", err)
+		return wrap("make the filesystem read-only", err)
 	}
 	for _, w := range s.Writable {
 		if err := syscall.Mount(w, w, "", syscall.MS_BIND|syscall.MS_REC, ""); err != nil {
-			return fmt.Errorf("bind the writable folder %s: %w", w, err)
+			return wrap("bind the writable folder "+w, err)
 		}
 		clr := &mountAttr{clr: mountAttrRdonly}
 		if err := mountSetattr(atFDCWD, w, atRecursive, clr); err != nil {
 			// A mount inside it that the host keeps read-only stays so.
 			if err := mountSetattr(atFDCWD, w, 0, clr); err != nil {
-				return fmt.Errorf("make %s writable: %w", w, err)
+				return wrap("make "+w+" writable", err)
 			}
 		}
 	}
@@ -365,10 +351,10 @@ func setupMounts(s *Spec) error {
 			if errors.Is(err, syscall.ENOENT) {
 				continue
 			}
-			return fmt.Errorf("bind the read-only path %s: %w", r, err)
+			return wrap("bind the read-only path "+r, err)
 		}
 		if err := mountSetattr(atFDCWD, r, atRecursive, &mountAttr{set: mountAttrRdonly}); err != nil {
-			return fmt.Errorf("make %s read-only: %w", r, err)
+			return wrap("make "+r+" read-only", err)
 		}
 	}
 	for _, d := range s.MaskDirs {
@@ -383,16 +369,16 @@ func setupMounts(s *Spec) error {
 	}
 	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
 		if err := syscall.Mount("tmpfs", "/dev/shm", "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, "mode=1777"); err != nil {
-			return fmt.Errorf("mount a private /dev/shm: %w", err)
+			return wrap("mount a private /dev/shm", err)
 		}
 	}
 	if err := syscall.Mount("proc", "/proc", "proc", syscall.MS_NOSUID|syscall.MS_NODEV|syscall.MS_NOEXEC, ""); err != nil {
-		return fmt.Errorf("mount /proc for the PID namespace: %w", err)
+		return wrap("mount /proc for the PID namespace", err)
 	}
 	if s.Net == NetLimited {
 		// Lookups go to the plane's resolver on 127.0.0.1:53.
 		if err := bindFrom(stage, "resolv.conf", "/etc/resolv.conf"); err != nil && !errors.Is(err, syscall.ENOENT) {
-			return fmt.Errorf("point /etc/resolv.conf at the plane's resolver: %w", err)
+			return wrap("point /etc/resolv.conf at the plane's resolver", err)
 		}
 	}
 	return nil
@@ -407,23 +393,23 @@ const atFDCWD = -100
 func stagingMount(resolv bool) (int, error) {
 	fsfd, _, e := syscall.Syscall(sysFsopen, uintptr(unsafe.Pointer(cstr("tmpfs"))), 1 /* FSOPEN_CLOEXEC */, 0)
 	if e != 0 {
-		return -1, fmt.Errorf("tmpfs for masks: fsopen: %w", e)
+		return -1, wrap("tmpfs for masks: fsopen", e)
 	}
 	defer syscall.Close(int(fsfd))
 	for _, kv := range [][2]string{{"size", "64k"}, {"mode", "0755"}} {
 		_, _, _ = syscall.Syscall6(sysFsconfig, fsfd, fsconfigSetString, uintptr(unsafe.Pointer(cstr(kv[0]))), uintptr(unsafe.Pointer(cstr(kv[1]))), 0, 0)
 	}
 	if _, _, e := syscall.Syscall6(sysFsconfig, fsfd, fsconfigCmdCreate, 0, 0, 0, 0); e != 0 {
-		return -1, fmt.Errorf("tmpfs for masks: fsconfig: %w", e)
+		return -1, wrap("tmpfs for masks: fsconfig", e)
 	}
 	m, _, e := syscall.Syscall(sysFsmount, fsfd, 1 /* FSMOUNT_CLOEXEC */, 0)
 	if e != 0 {
-		return -1, fmt.Errorf("tmpfs for masks: fsmount: %w", e)
+		return -1, wrap("tmpfs for masks: fsmount", e)
 	}
 	mfd := int(m)
 	fail := func(err error) (int, error) {
 		syscall.Close(mfd)
-		return -1, fmt.Errorf("tmpfs for masks: %w", err)
+		return -1, wrap("tmpfs for masks", err)
 	}
 	fd, err := syscall.Openat(mfd, "empty", syscall.O_CREAT|syscall.O_WRONLY|syscall.O_CLOEXEC, 0)
 	if err != nil {
@@ -471,7 +457,7 @@ func mask(stage int, target string, dir bool) error {
 	if err == nil || errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ELOOP) {
 		return nil
 	}
-	return fmt.Errorf("mask %s: %w", target, err)
+	return wrap("mask "+target, err)
 }
 
 // bindFrom mounts a clone of name (in the staging mount) on target,
@@ -508,33 +494,45 @@ func loopbackUp() error {
 
 // egressListeners opens, inside this network namespace, the proxy's TCP
 // listener on 127.0.0.1 (a free port) and the resolver's UDP and TCP
-// sockets on 127.0.0.1:53, as files for the driver.
-func egressListeners() ([]*os.File, int, error) {
-	pl, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		return nil, 0, fmt.Errorf("proxy listener: %w", err)
-	}
-	port := pl.Addr().(*net.TCPAddr).Port
-	dl, err := net.Listen("tcp4", "127.0.0.1:53")
-	if err != nil {
-		return nil, 0, fmt.Errorf("resolver listener (tcp): %w", err)
-	}
-	du, err := net.ListenPacket("udp4", "127.0.0.1:53")
-	if err != nil {
-		return nil, 0, fmt.Errorf("resolver listener (udp): %w", err)
-	}
-	var files []*os.File
-	for _, x := range []interface{ File() (*os.File, error) }{pl.(*net.TCPListener), du.(*net.UDPConn), dl.(*net.TCPListener)} {
-		f, err := x.File()
+// sockets on 127.0.0.1:53, for the driver: proxy, resolver (UDP),
+// resolver (TCP).
+func egressListeners() (fds []int, port int, err error) {
+	open := func(typ, port int) (int, error) {
+		fd, err := syscall.Socket(syscall.AF_INET, typ|syscall.SOCK_CLOEXEC, 0)
 		if err != nil {
-			return nil, 0, err
+			return -1, err
 		}
-		files = append(files, f)
+		_ = syscall.SetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_REUSEADDR, 1)
+		if err := syscall.Bind(fd, &syscall.SockaddrInet4{Port: port, Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+			syscall.Close(fd)
+			return -1, err
+		}
+		if typ == syscall.SOCK_STREAM {
+			if err := syscall.Listen(fd, 128); err != nil {
+				syscall.Close(fd)
+				return -1, err
+			}
+		}
+		return fd, nil
 	}
-	_ = pl.Close()
-	_ = dl.Close()
-	_ = du.Close()
-	return files, port, nil
+	pl, err := open(syscall.SOCK_STREAM, 0)
+	if err != nil {
+		return nil, 0, wrap("proxy listener", err)
+	}
+	sa, err := syscall.Getsockname(pl)
+	if err != nil {
+		return nil, 0, wrap("proxy listener", err)
+	}
+	port = sa.(*syscall.SockaddrInet4).Port
+	du, err := open(syscall.SOCK_DGRAM, 53)
+	if err != nil {
+		return nil, 0, wrap("resolver listener (udp)", err)
+	}
+	dl, err := open(syscall.SOCK_STREAM, 53)
+	if err != nil {
+		return nil, 0, wrap("resolver listener (tcp)", err)
+	}
+	return []int{pl, du, dl}, port, nil
 }
 
 // proxyEnv points the command's proxy variables at the plane's proxy and
@@ -574,15 +572,15 @@ func restrictAndStart(s *Spec) (pid int, probe string, err error) {
 		prog[i] = syscall.SockFilter{Code: uint16(f[0]), Jt: uint8(f[1]), Jf: uint8(f[2]), K: f[3]}
 	}
 	if err := dropCaps(); err != nil {
-		return 0, "", fmt.Errorf("drop capabilities: %w", err)
+		return 0, "", wrap("drop capabilities", err)
 	}
 	if err := prctl(prSetNoNewPrivs, 1, 0); err != nil {
-		return 0, "", fmt.Errorf("no_new_privs: %w", err)
+		return 0, "", wrap("no_new_privs", err)
 	}
 	if s.Landlock {
 		_, _, e := syscall.RawSyscall(sysLandlockRestrictSelf, LandlockFD, uintptr(s.LandlockFlags), 0)
 		if e != 0 {
-			return 0, "", fmt.Errorf("landlock: restrict: %w", e)
+			return 0, "", wrap("landlock: restrict", e)
 		}
 		syscall.Close(LandlockFD)
 	}
@@ -611,7 +609,7 @@ func restrictAndStart(s *Spec) (pid int, probe string, err error) {
 func installFilter(prog []syscall.SockFilter) error {
 	fp := syscall.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
 	if err := prctl(prSetSeccomp, seccompModeFilter, uintptr(unsafe.Pointer(&fp))); err != nil {
-		return fmt.Errorf("seccomp: install the filter: %w", err)
+		return wrap("seccomp: install the filter", err)
 	}
 	return nil
 }
@@ -621,18 +619,18 @@ func installFilter(prog []syscall.SockFilter) error {
 // that would give root its capabilities back at execve.
 func dropCaps() error {
 	if err := prctl(prSetSecurebits, securebits, 0); err != nil {
-		return fmt.Errorf("securebits: %w", err)
+		return wrap("securebits", err)
 	}
 	for c := uintptr(0); c < 64; c++ {
 		if err := prctl(prCapbsetDrop, c, 0); err != nil {
 			if err == syscall.EINVAL {
 				break
 			}
-			return fmt.Errorf("bounding set: %w", err)
+			return wrap("bounding set", err)
 		}
 	}
 	if err := prctl(prCapAmbient, prCapAmbientClearAll, 0); err != nil {
-		return fmt.Errorf("ambient set: %w", err)
+		return wrap("ambient set", err)
 	}
 	hdr := struct {
 		version uint32
