@@ -47,9 +47,9 @@ type Probe struct {
 // uvarint, the payload (no encoding/json: the init imports as little as it
 // can, to start before the rest of the binary initializes).
 const (
-	tagNet, tagWritable, tagReadOnly, tagMaskDir, tagMaskFile = 'n', 'w', 'r', 'd', 'f'
-	tagDir, tagPath, tagArg, tagEnv, tagExitWithMain          = 'c', 'p', 'a', 'e', 'x'
-	tagFilter, tagLandlock                                    = 'F', 'l'
+	tagNet, tagWritable, tagReadOnly, tagMaskDir, tagMaskFile   = 'n', 'w', 'r', 'd', 'f'
+	tagDir, tagPath, tagArg, tagEnv, tagExitWithMain            = 'c', 'p', 'a', 'e', 'x'
+	tagFilter, tagLandlock                                      = 'F', 'l'
 	tagProbeOutside, tagProbeInside, tagProbeMasked, tagProbeRO = 'P', 'I', 'M', 'R'
 )
 
