@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -324,6 +325,32 @@ func TestConfinedNetworkLimited(t *testing.T) {
 	}
 	if got := blocked.requests(); len(got) != 0 {
 		t.Errorf("blocked.test logged requests: %v", got)
+	}
+
+	// The proxy's listener is inside the sandbox's own network namespace:
+	// while the command runs, the host's 127.0.0.1 has nothing there.
+	in, _ := json.Marshal(map[string]any{"command": `echo "$HTTP_PROXY"; sleep 2`})
+	var once sync.Once
+	hostReached := make(chan string, 1)
+	res = r.tool.Call(context.Background(), &tool.Call{ID: "c-proxy", Input: in, Events: func(e tool.Event) {
+		if e.Kind != tool.EventStdout {
+			return
+		}
+		once.Do(func() {
+			addr := strings.TrimPrefix(strings.TrimSpace(string(e.Data)), "http://")
+			c, err := net.Dial("tcp", addr)
+			if err == nil {
+				c.Close()
+				hostReached <- addr
+			}
+			close(hostReached)
+		})
+	}})
+	if addr, ok := <-hostReached; ok {
+		t.Errorf("the sandbox's proxy address %s answered on the host", addr)
+	}
+	if !strings.Contains(res.AllText(), "http://127.0.0.1:") {
+		t.Errorf("HTTP_PROXY was not set:\n%s", res.AllText())
 	}
 }
 
