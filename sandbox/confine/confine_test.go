@@ -55,7 +55,7 @@ func TestNewPolicy(t *testing.T) {
 }
 
 func TestExplain(t *testing.T) {
-	p, err := confine.NewPolicy(confine.Settings{}, "/ws", "/home/u")
+	p, err := confine.NewPolicy(confine.Settings{}, "/ws", "/users-home/u")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func TestExplain(t *testing.T) {
 	for _, c := range []struct{ line, want string }{
 		{"sh: 1: cannot create /etc/x: Read-only file system", "write outside the workspace denied by confinement (workspace-write): /etc/x"},
 		{"touch: cannot touch '/tmp/out/probe': Read-only file system", "/tmp/out/probe (setting sandbox.confinement"},
-		{"cat: /home/u/.ssh/id_rsa: Permission denied", "~/.ssh is unreadable (setting sandbox.denyRead)"},
+		{"cat: /users-home/u/.ssh/id_rsa: Permission denied", "~/.ssh is unreadable (setting sandbox.denyRead)"},
 		{"cat: .env: Permission denied", "read of .env denied by confinement: the workspace's denied files are unreadable (setting approval.deniedPaths)"},
 		{"mv: cannot move 'x' to '.git/hooks/pre-commit': Read-only file system", "write to .git/hooks/pre-commit denied by confinement: .git is read-only inside the workspace (setting sandbox.readOnlyPaths)"},
 		{"OSError: [Errno 18] Invalid cross-device link: 'x' -> '.git/config'", ".git is read-only inside the workspace"},
