@@ -440,8 +440,8 @@ func (pr *Process) serveEgress(p *Policy, o *egress.Options, files []*os.File) e
 	}
 	opts.OnDeny = func(d egress.Denial) {
 		pr.mu.Lock()
-		if len(pr.denials) < 100 {
-			pr.denials = append(pr.denials, d.String())
+		if s := d.String(); len(pr.denials) < 100 && !slices.Contains(pr.denials, s) {
+			pr.denials = append(pr.denials, s)
 		}
 		pr.mu.Unlock()
 	}
