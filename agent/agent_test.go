@@ -283,7 +283,7 @@ func TestRunCancelMidCommand(t *testing.T) {
 	st := openStore(t)
 	m := &scripted{turns: []func(*provider.Request) []provider.Block{
 		static(
-			use("x1", "execute", `{"command":"echo $$ > pid.txt; echo started; exec sleep 30"}`),
+			use("x1", "execute", `{"command":"echo $$ $(readlink /proc/self/ns/pid) > pid.txt; echo started; exec sleep 30"}`),
 			use("x2", "write_file", `{"path":"after.txt","content":"never"}`)),
 		static(say("unreachable")),
 	}}
@@ -325,14 +325,35 @@ func TestRunCancelMidCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	// The file holds the shell's pid and its PID namespace: confined (the
+	// default) the pid is one inside the sandbox, so what must be gone is
+	// every process of that namespace.
+	f := strings.Fields(string(b))
+	if len(f) != 2 {
+		t.Fatalf("pid file: %q", b)
+	}
+	pid, _ := strconv.Atoi(f[0])
 	if pid <= 0 {
 		t.Fatalf("pid file: %q", b)
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for syscall.Kill(pid, 0) == nil {
+	alive := func() bool {
+		if own, _ := os.Readlink("/proc/self/ns/pid"); own == f[1] {
+			return syscall.Kill(pid, 0) == nil
+		}
+		ents, _ := os.ReadDir("/proc")
+		for _, e := range ents {
+			if l, err := os.Readlink(filepath.Join("/proc", e.Name(), "ns", "pid")); err == nil && l == f[1] {
+				if st, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat")); err == nil && !strings.Contains(string(st), ") Z ") {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	for alive() {
 		if time.Now().After(deadline) {
-			t.Fatalf("process %d still runs after the run ended", pid)
+			t.Fatalf("the command's processes (pid %d, %s) still run after the run ended", pid, f[1])
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -2,6 +2,7 @@ package capability
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -74,12 +75,17 @@ const (
 	MissingService     Reason = "missing_service"     // a required service is not injected
 	MCPNotConnected    Reason = "mcp_not_connected"   // a required MCP server is not connected
 	SandboxUnsupported Reason = "sandbox_unsupported" // the sandbox lacks a required operation
-	MissingPrereq      Reason = "missing_prerequisite"
-	BuildFailed        Reason = "build_failed"      // the group's Build returned an error
-	ServerFailed       Reason = "mcp_server_failed" // an MCP server is not connected: none of its tools
-	SchemaUnusable     Reason = "schema_unusable"   // an MCP tool's input schema could not be used
-	Undeclared         Reason = "undeclared"        // Build produced a name the group does not declare
-	NotPermitted       Reason = "not_permitted"     // the permission rules do not offer the tool (RunSpec.Offered)
+	// ConfinementUnavailable: the sandbox's configured OS confinement
+	// cannot be enforced here, so the operation that needs it is left out
+	// (never run unconfined); the detail names the missing piece and the
+	// fix.
+	ConfinementUnavailable Reason = "confinement_unavailable"
+	MissingPrereq          Reason = "missing_prerequisite"
+	BuildFailed            Reason = "build_failed"      // the group's Build returned an error
+	ServerFailed           Reason = "mcp_server_failed" // an MCP server is not connected: none of its tools
+	SchemaUnusable         Reason = "schema_unusable"   // an MCP tool's input schema could not be used
+	Undeclared             Reason = "undeclared"        // Build produced a name the group does not declare
+	NotPermitted           Reason = "not_permitted"     // the permission rules do not offer the tool (RunSpec.Offered)
 )
 
 // Exclusion is one tool (or, for UnknownKey, one key) left out of the set.
@@ -328,6 +334,11 @@ func missing(req registry.Requirements, spec RunSpec, connected, prereqs map[str
 			return SandboxUnsupported, fmt.Sprintf("needs sandbox operation %q and the run has no sandbox", op)
 		}
 		if !spec.Sandbox.Supports(op) {
+			if oc, ok := spec.Sandbox.(sandbox.OpChecker); ok {
+				if err := oc.CheckOp(op); err != nil && errors.Is(err, sandbox.ErrConfinement) {
+					return ConfinementUnavailable, fmt.Sprintf("needs sandbox operation %q, which the %s sandbox refuses: %v", op, spec.Sandbox.Kind(), err)
+				}
+			}
 			return SandboxUnsupported, fmt.Sprintf("needs sandbox operation %q, which the %s sandbox does not support", op, spec.Sandbox.Kind())
 		}
 	}

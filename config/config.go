@@ -15,6 +15,7 @@ import (
 
 	"github.com/aibuddy/aibuddy/permissions"
 	"github.com/aibuddy/aibuddy/sandbox"
+	"github.com/aibuddy/aibuddy/sandbox/confine"
 )
 
 // Config is the whole settings file. The zero value plus Default's limits is
@@ -322,6 +323,73 @@ type Sandbox struct {
 	// the start, and a larger file's result says what the digest covers.
 	// Bytes; default 67,108,864 (64 MiB).
 	MaxReadBytes int64 `json:"maxReadBytes,omitempty"`
+	// Confinement is the operating-system confinement of execute:
+	// "workspace-write" (default on Linux: only the workspace, a private
+	// temp folder and writablePaths are writable), "read-only" (only the
+	// private temp folder) or "off" (your user's rights; a person's
+	// setting, never a tool argument). A confinement this machine cannot
+	// enforce leaves execute out of the tool set with the reason.
+	Confinement string `json:"confinement,omitempty"`
+	// Network is a confined command's network: "off" (default: loopback
+	// only), "limited" (only allowedDomains, through aibuddy's egress
+	// proxy and resolver; the default when allowedDomains is set) or "on".
+	Network string `json:"network,omitempty"`
+	// AllowedDomains are the hosts a limited network reaches:
+	// "example.com", "*.example.com" (subdomains), "host:port", IP
+	// addresses. Default none.
+	AllowedDomains []string `json:"allowedDomains,omitempty"`
+	// DenyRead are paths a confined command cannot read ("~/" is the
+	// home folder). Omitted: ~/.ssh, ~/.aws, ~/.azure, ~/.config/gcloud,
+	// ~/.netrc, ~/.docker, ~/.kube, ~/.gnupg, ~/.git-credentials,
+	// ~/.config/gh, ~/.password-store, ~/.local/share/keyrings, cargo's
+	// and PyPI's credentials; [] means none. The workspace's
+	// approval.deniedPaths are unreadable too.
+	DenyRead *[]string `json:"denyRead,omitempty"`
+	// ReadOnlyPaths stay read-only inside the writable workspace
+	// (workspace-relative), renames and links into them included.
+	// Omitted: .git and .aibuddy; [] means none.
+	ReadOnlyPaths *[]string `json:"readOnlyPaths,omitempty"`
+	// WritablePaths are further folders a workspace-write command may
+	// write (absolute or "~/..."), e.g. "~/.cache/go-build". Default none.
+	WritablePaths []string `json:"writablePaths,omitempty"`
+	// MCPServersDefault is the confinement of stdio MCP servers that have
+	// no "sandbox" entry of their own. Default {"confinement": "off"}:
+	// servers run as you start them.
+	MCPServersDefault *ServerSandbox `json:"mcpServersDefault,omitempty"`
+}
+
+// ServerSandbox is the confinement of a stdio MCP server: the "sandbox"
+// entry of a server in mcpServers, or sandbox.mcpServersDefault. The
+// server's workspace is the run's; the other rules (denyRead,
+// readOnlyPaths, writablePaths, deniedPaths) are the sandbox block's.
+type ServerSandbox struct {
+	Confinement    string   `json:"confinement,omitempty"`    // "workspace-write", "read-only" or "off" (default)
+	Network        string   `json:"network,omitempty"`        // "off" (default), "limited" or "on"
+	AllowedDomains []string `json:"allowedDomains,omitempty"` // hosts a limited network reaches
+}
+
+// Check validates the values of one server's confinement; where names
+// the setting in errors.
+func (s ServerSandbox) Check(where string) error {
+	switch s.Confinement {
+	case "", "workspace-write", "read-only", "off":
+	default:
+		return fmt.Errorf("%s.confinement: %q (want workspace-write, read-only or off)", where, s.Confinement)
+	}
+	switch s.Network {
+	case "", "off", "limited", "on":
+		if s.Network != "" && s.Network != "limited" && len(s.AllowedDomains) > 0 {
+			return fmt.Errorf("%s.allowedDomains is set but %s.network is %q; set it to \"limited\" (or leave it out)", where, where, s.Network)
+		}
+	default:
+		return fmt.Errorf("%s.network: %q (want off, limited or on)", where, s.Network)
+	}
+	for i, d := range s.AllowedDomains {
+		if err := confine.ValidDomain(d); err != nil {
+			return fmt.Errorf("%s.allowedDomains[%d]: %v", where, i, err)
+		}
+	}
+	return nil
 }
 
 // Limits are the built-in tools' bounds. Zero means the default given.
@@ -593,6 +661,34 @@ func (c *Config) validate() error {
 	case "", "auto", "on", "off":
 	default:
 		return fmt.Errorf("provider.nativeToolSearch: %q (want auto, on or off)", c.Provider.NativeToolSearch)
+	}
+	sb := c.Sandbox
+	if err := (ServerSandbox{Confinement: sb.Confinement, Network: sb.Network, AllowedDomains: sb.AllowedDomains}).Check("sandbox"); err != nil {
+		return err
+	}
+	if sb.MCPServersDefault != nil {
+		if err := sb.MCPServersDefault.Check("sandbox.mcpServersDefault"); err != nil {
+			return err
+		}
+	}
+	for i, w := range sb.WritablePaths {
+		if !strings.HasPrefix(w, "~/") && !filepath.IsAbs(w) {
+			return fmt.Errorf("sandbox.writablePaths[%d] %q: want an absolute path or one starting with ~/", i, w)
+		}
+	}
+	if sb.DenyRead != nil {
+		for i, w := range *sb.DenyRead {
+			if !strings.HasPrefix(w, "~/") && w != "~" && !filepath.IsAbs(w) {
+				return fmt.Errorf("sandbox.denyRead[%d] %q: want an absolute path or one starting with ~/", i, w)
+			}
+		}
+	}
+	if sb.ReadOnlyPaths != nil {
+		for i, r := range *sb.ReadOnlyPaths {
+			if !filepath.IsLocal(filepath.Clean(r)) {
+				return fmt.Errorf("sandbox.readOnlyPaths[%d] %q: want a path inside the workspace, relative to it", i, r)
+			}
+		}
 	}
 	for i, e := range l.ExecEnv {
 		if err := sandbox.ValidEnvOverride(e); err != nil {

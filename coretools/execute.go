@@ -202,7 +202,8 @@ const executeSchema = `{
 // full_output_bytes (when kept), full_output_stopped ("file_limit",
 // "data_dir_limit" or "write_error", when the file stopped early),
 // evicted_outputs (older files the quota removed, when any), binary_bytes
-// (when any), timeout_ms. A sandbox without sandbox.OpExec gives an Execution error; a
+// (when any), timeout_ms, confinement_denials (what the OS confinement refused, when
+// anything). A sandbox without sandbox.OpExec gives an Execution error; a
 // workdir outside the workspace an Authorization error; a missing workdir a
 // Parameters error.
 func Execute(sb sandbox.Sandbox, opts *ExecuteOptions) *tool.Tool {
@@ -229,11 +230,15 @@ type executor struct {
 
 func (e *executor) description() string {
 	o := e.opts
+	conf := ""
+	if cr, ok := e.sb.(sandbox.ConfinementReporter); ok {
+		conf = "\n" + cr.Confinement().Summary
+	}
 	return fmt.Sprintf(`Run a shell command (sh -c) in the workspace and return its exit code, duration and output.
 Each call is a fresh, non-interactive shell: no terminal, empty stdin, pagers and editors disabled; cd does not persist. The timeout is %s by default (timeout_ms, at most %s); at the timeout the whole process tree is killed and the partial output returned. Background processes are stopped when the command ends.
-Output (stdout and stderr interleaved) is capped at %s characters: %s are kept with a marker naming the omitted characters and lines. Colour codes and progress frames are removed. For the full detail, narrow the command or write output to a file and read slices of it.`,
+Output (stdout and stderr interleaved) is capped at %s characters: %s are kept with a marker naming the omitted characters and lines. Colour codes and progress frames are removed. For the full detail, narrow the command or write output to a file and read slices of it.%s`,
 		exDuration(o.DefaultTimeout), exDuration(o.MaxTimeout), exCount(int64(o.MaxOutputChars)),
-		exKept(o.MaxOutputChars))
+		exKept(o.MaxOutputChars), conf)
 }
 
 // execOutcome is what the sandbox's Exec returned.
@@ -395,6 +400,9 @@ func execError(ctx context.Context, err error, workdir string) *tool.Error {
 	case errors.Is(err, sandbox.ErrNotFound), errors.Is(err, sandbox.ErrNotDir):
 		e.Stage, e.Msg = tool.Parameters, fmt.Sprintf("workdir %q is not a directory in the workspace: %v", workdir, err)
 		e.Hint = "check the directory with ls, or omit workdir to run in the root"
+	case errors.Is(err, sandbox.ErrConfinement):
+		e.Stage, e.Msg = tool.Authorization, "the command was not run: "+err.Error()
+		e.Hint = "commands run only under the configured confinement (sandbox.confinement); retrying will not help: a person must fix the machine or change the setting"
 	case errors.Is(err, os.ErrPermission):
 		e.Stage = tool.Authorization
 		e.Hint = "the host does not permit this; choose another workdir"
@@ -456,6 +464,12 @@ func (e *executor) result(callID string, timeout time.Duration, o execOutcome, a
 	}
 	if res.Escaped > 0 {
 		fmt.Fprintf(&b, "note: %d background process(es) had left the command's process group (setsid/daemon) and were stopped; execute does not keep processes running past the call\n", res.Escaped)
+	}
+	for _, d := range res.Denied {
+		b.WriteString("denied by confinement: " + d + "\n")
+	}
+	if len(res.Denied) > 0 {
+		b.WriteString("note: the sandbox's confinement refused this (policy, not a fault): retrying or working around it will not help; if the task needs it, tell the user which setting would allow it\n")
 	}
 	for s, name := range []string{"stdout", "stderr"} {
 		if st.BinaryBytes[s] > 0 {
@@ -533,6 +547,9 @@ func (e *executor) result(callID string, timeout time.Duration, o execOutcome, a
 	}
 	if abandoned {
 		ev["sandbox_unresponsive"] = true
+	}
+	if len(res.Denied) > 0 {
+		ev["confinement_denials"] = res.Denied
 	}
 	if st.FilePath != "" {
 		ev[tool.EvidenceFullOutputPath] = st.FilePath

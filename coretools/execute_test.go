@@ -105,11 +105,35 @@ func body(r *tool.Result) string {
 	return b
 }
 
-// groupGone checks that no live process of group pgid is left (zombies
+// treeLine is the shell code whose output line identifies a command's
+// processes on the host: the shell's pid ($$, its process group id) and
+// its PID namespace. Confined (the default), $$ is a pid inside the
+// sandbox's own PID namespace, so the namespace is what identifies them.
+const treeLine = "echo $$ $(readlink /proc/self/ns/pid)"
+
+// treeID identifies a command's processes (see treeLine).
+type treeID struct {
+	pgid int
+	ns   string
+}
+
+// groupGone checks that no live process of the command is left: none in
+// its PID namespace (confined), else none in its process group (zombies
 // count as gone: this host's PID 1 does not reap orphans).
-func groupGone(t *testing.T, pgid int) {
+func groupGone(t *testing.T, id treeID) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
+	if own, _ := os.Readlink("/proc/self/ns/pid"); id.ns != own {
+		for nsHasLive(id.ns) {
+			if time.Now().After(deadline) {
+				t.Errorf("PID namespace %s survived the call", id.ns)
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		return
+	}
+	pgid := id.pgid
 	for {
 		if errors.Is(syscall.Kill(-pgid, 0), syscall.ESRCH) || !groupHasLive(pgid) {
 			return
@@ -121,6 +145,25 @@ func groupGone(t *testing.T, pgid int) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// nsHasLive reports whether a live host process is in PID namespace ns.
+func nsHasLive(ns string) bool {
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		if l, err := os.Readlink(filepath.Join("/proc", e.Name(), "ns", "pid")); err != nil || l != ns {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		if f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:]); len(f) > 0 && f[0] != "Z" && f[0] != "X" {
+			return true
+		}
+	}
+	return false
 }
 
 func groupHasLive(pgid int) bool {
@@ -139,14 +182,19 @@ func groupHasLive(pgid int) bool {
 	return false
 }
 
-func pidFromBody(t *testing.T, r *tool.Result) int {
+// pidFromBody parses the first line of the output as a treeLine.
+func pidFromBody(t *testing.T, r *tool.Result) treeID {
 	t.Helper()
 	line, _, _ := strings.Cut(body(r), "\n")
-	pid, err := strconv.Atoi(line)
+	f := strings.Fields(line)
+	if len(f) != 2 {
+		t.Fatalf("no pid and PID namespace on the first line: %q", r.AllText())
+	}
+	pid, err := strconv.Atoi(f[0])
 	if err != nil {
 		t.Fatalf("no pid on the first line: %q", r.AllText())
 	}
-	return pid
+	return treeID{pgid: pid, ns: f[1]}
 }
 
 func TestExecuteNonZeroExitIsAResult(t *testing.T) {
@@ -367,7 +415,7 @@ func TestExecuteBH021BackgroundWriter(t *testing.T) {
 	r := newExecRig(t, shortStops, &ExecuteOptions{MaxOutputChars: 100})
 	start := time.Now()
 	res, log := r.call(context.Background(), map[string]any{
-		"command": "echo $$; (while :; do echo tick; sleep 0.1; done) & sleep 1; echo fg-done"})
+		"command": treeLine + "; (while :; do echo tick; sleep 0.1; done) & sleep 1; echo fg-done"})
 	// The foreground's 1 s, then at most the drain grace (it runs from the
 	// start: here a quarter of it after the exit), then the kill.
 	if d, bound := time.Since(start), time.Second+shortStops.DrainGrace+stopMargin; d > bound {
@@ -391,7 +439,7 @@ func TestExecuteBH021BackgroundWriter(t *testing.T) {
 func TestExecuteBH022Timeout(t *testing.T) {
 	r := newExecRig(t, shortStops, nil)
 	start := time.Now()
-	res, _ := r.call(context.Background(), map[string]any{"command": "echo $$; echo started; sleep 600 | cat", "timeout_ms": 2000})
+	res, _ := r.call(context.Background(), map[string]any{"command": treeLine + "; echo started; sleep 600 | cat", "timeout_ms": 2000})
 	if d, bound := time.Since(start), 2*time.Second+shortStops.KillDelay+stopMargin; d > bound {
 		t.Errorf("returned after %v, over the 2 s timeout + kill delay %v + margin %v", d, shortStops.KillDelay, stopMargin)
 	}
@@ -484,7 +532,7 @@ func TestExecuteBH030Cancel(t *testing.T) {
 	r := newExecRig(t, shortStops, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	in, _ := json.Marshal(map[string]any{"command": "echo $$; sh -c 'sleep 300 & sleep 300'"})
+	in, _ := json.Marshal(map[string]any{"command": treeLine + "; sh -c 'sleep 300 & sleep 300'"})
 	var cancelledAt time.Time
 	var once sync.Once
 	res := r.tool.Call(ctx, &tool.Call{ID: "call_bh030", Input: in, Events: func(e tool.Event) {

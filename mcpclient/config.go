@@ -51,6 +51,19 @@ type ServerConfig struct {
 	// CallTimeout bounds one tools/call to this server; 0 means the
 	// Manager's Options.CallTimeout.
 	CallTimeout time.Duration
+	// Sandbox is the server's "sandbox" entry: its operating-system
+	// confinement (stdio only; Options.Confine resolves it). nil means the
+	// run's default for servers.
+	Sandbox *Sandbox
+}
+
+// Sandbox is the "sandbox" entry of a stdio server: {"confinement":
+// "workspace-write"|"read-only"|"off", "network": "off"|"limited"|"on",
+// "allowedDomains": [...]}.
+type Sandbox struct {
+	Confinement    string   `json:"confinement,omitempty"`
+	Network        string   `json:"network,omitempty"`
+	AllowedDomains []string `json:"allowedDomains,omitempty"`
 }
 
 // Wants reports whether the server's tool named orig (the server's own
@@ -81,7 +94,8 @@ var ignoredKeys = map[string]bool{
 //
 // Accepted keys: command, args, env, envFile, cwd, url, type, headers,
 // disabled, includeTools and excludeTools (arrays of the server's tool
-// names), callTimeout (one tools/call: a Go duration string or a number of
+// names), sandbox (a stdio server's confinement: {"confinement", "network",
+// "allowedDomains"}), callTimeout (one tools/call: a Go duration string or a number of
 // milliseconds), plus the ignored host-specific keys autoApprove,
 // alwaysAllow, timeout and description. type is "stdio" (default when command is set), "http"
 // (default when url is set; "streamable-http" and "streamableHttp" are
@@ -169,11 +183,18 @@ func parseServer(name string, raw json.RawMessage, lookup func(string) (string, 
 			err = decodeStrict(v, &sc.ExcludeTools)
 		case "callTimeout":
 			sc.CallTimeout, err = decodeDuration(v)
+		case "sandbox":
+			sc.Sandbox = &Sandbox{}
+			dec := json.NewDecoder(bytes.NewReader(v))
+			dec.DisallowUnknownFields()
+			if err = dec.Decode(sc.Sandbox); err != nil {
+				err = fmt.Errorf("%v (want {\"confinement\": ..., \"network\": ..., \"allowedDomains\": [...]})", err)
+			}
 		default:
 			if ignoredKeys[k] {
 				continue
 			}
-			return fail(k, "unknown key (known: command, args, env, envFile, cwd, url, type, headers, disabled, includeTools, excludeTools, callTimeout)")
+			return fail(k, "unknown key (known: command, args, env, envFile, cwd, url, type, headers, disabled, includeTools, excludeTools, callTimeout, sandbox)")
 		}
 		if err != nil {
 			return fail(k, "%v", err)
@@ -260,6 +281,9 @@ func parseServer(name string, raw json.RawMessage, lookup func(string) (string, 
 		}
 		if !strings.HasPrefix(sc.URL, "http://") && !strings.HasPrefix(sc.URL, "https://") {
 			return fail("url", "%q must start with http:// or https://", sc.URL)
+		}
+		if sc.Sandbox != nil {
+			return fail("sandbox", "confines a local (stdio) server's process; a remote (%s) server has none", typ)
 		}
 	}
 	return sc, nil

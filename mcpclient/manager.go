@@ -22,6 +22,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/aibuddy/aibuddy/sandbox/confine"
 	"github.com/aibuddy/aibuddy/tool"
 )
 
@@ -81,6 +82,15 @@ type Options struct {
 	// to add each server's configured headers. Default: a client with its
 	// own transport, whose idle connections Close closes.
 	HTTPClient *http.Client
+	// Confine resolves a stdio server's operating-system confinement (its
+	// "sandbox" entry, or the run's default for servers): a nil policy, or
+	// mode off, starts the server as is. An error, or a policy the
+	// machine cannot enforce, fails the server with the reason: it is
+	// never started with a weaker confinement. nil means no server is
+	// confined.
+	Confine func(sc ServerConfig) (*confine.Policy, error)
+	// ConfineDriver runs confined servers; nil means confine.NewDriver(nil).
+	ConfineDriver *confine.Driver
 }
 
 // DefaultInheritEnv is what a stdio server inherits from the host by
@@ -200,6 +210,7 @@ type Manager struct {
 
 	mu     sync.Mutex
 	closed bool
+	driver *confine.Driver  // confined servers' driver when Options gives none
 	routes map[string]route // provider-facing name -> tool
 	subs   map[int]func()
 	nextID int
@@ -650,7 +661,7 @@ func (c *conn) connect(ctx context.Context) {
 	switch c.cfg.Type {
 	case TypeStdio:
 		var err error
-		p, err = startProc(c.cfg, m.opts.InheritEnv, m.opts.StderrTailBytes, m.opts.ShutdownTimeout)
+		p, err = startProc(c.cfg, m.opts.InheritEnv, m.opts.StderrTailBytes, m.opts.ShutdownTimeout, m.confinement(c.cfg))
 		if err != nil {
 			fail(err.Error())
 			return
@@ -1232,4 +1243,36 @@ func (h *captureHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
 
 func (h *captureHandler) WithGroup(name string) slog.Handler {
 	return &captureHandler{c: h.c, inner: h.inner.WithGroup(name)}
+}
+
+// procConfinement is how one stdio server is confined: its policy and the
+// driver, or an error that stops its start; a zero value starts it as is.
+type procConfinement struct {
+	policy *confine.Policy
+	driver *confine.Driver
+	err    error
+}
+
+// confinement resolves sc's confinement through Options.Confine.
+func (m *Manager) confinement(sc ServerConfig) procConfinement {
+	if m.opts.Confine == nil {
+		return procConfinement{}
+	}
+	pol, err := m.opts.Confine(sc)
+	if err != nil {
+		return procConfinement{err: err}
+	}
+	if pol == nil || pol.Mode == confine.Off {
+		return procConfinement{}
+	}
+	d := m.opts.ConfineDriver
+	if d == nil {
+		m.mu.Lock()
+		if m.driver == nil {
+			m.driver = confine.NewDriver(nil)
+		}
+		d = m.driver
+		m.mu.Unlock()
+	}
+	return procConfinement{policy: pol, driver: d}
 }

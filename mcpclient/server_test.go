@@ -41,6 +41,18 @@ type rpcMsg struct {
 
 // runTestServer serves one scripted server until stdin closes.
 func runTestServer(kind string) {
+	// MCPCLIENT_WRITE_AT_START names files the server tries to create
+	// first (":"-separated), reporting each on stderr.
+	for _, p := range strings.Split(os.Getenv("MCPCLIENT_WRITE_AT_START"), ":") {
+		if p == "" {
+			continue
+		}
+		if err := os.WriteFile(p, []byte("x"), 0o600); err != nil {
+			fmt.Fprintln(os.Stderr, "write refused:", err)
+		} else {
+			fmt.Fprintln(os.Stderr, "wrote", p)
+		}
+	}
 	switch kind {
 	case "garbage":
 		fmt.Println("hello, I am a server that logs to stdout")

@@ -3,12 +3,14 @@ package mcpclient
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,6 +18,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/aibuddy/aibuddy/sandbox/confine"
 )
 
 // ring keeps the last max bytes written to it. It never blocks and never
@@ -72,10 +76,12 @@ func (r *ring) Total() int64 {
 // group (a shell wrapper's children included).
 type proc struct {
 	name   string
-	cmd    *exec.Cmd
-	stdin  *os.File // our write end of the server's stdin
-	stdout *os.File // our read end of the server's stdout
-	stderr *os.File // our read end of the server's stderr
+	cmd    *exec.Cmd        // the server (unconfined), or nil
+	cp     *confine.Process // the server's sandbox (confined), or nil
+	tmpDir string           // the confined server's private temp folder
+	stdin  *os.File         // our write end of the server's stdin
+	stdout *os.File         // our read end of the server's stdout
+	stderr *os.File         // our read end of the server's stderr
 
 	errTail *ring // last StderrTailBytes of stderr
 	outTail *ring // last bytes read from stdout, for "garbage on stdout" reasons
@@ -97,7 +103,19 @@ type proc struct {
 // startProc starts sc's command with the inherit variables of the host
 // environment (nil: DefaultInheritEnv) plus sc.Env, in its own process
 // group.
-func startProc(sc ServerConfig, inherit []string, tailBytes int, grace time.Duration) (*proc, error) {
+//
+// Confined (pc has a policy), the server runs under the confinement with
+// a private temp folder, and its sandbox ends when it exits; a policy
+// that cannot be enforced is the error.
+func startProc(sc ServerConfig, inherit []string, tailBytes int, grace time.Duration, pc procConfinement) (*proc, error) {
+	if pc.err != nil {
+		return nil, fmt.Errorf("confinement: %w", pc.err)
+	}
+	if pc.policy != nil {
+		if err := pc.driver.Check(pc.policy); err != nil {
+			return nil, fmt.Errorf("not started: %w", err)
+		}
+	}
 	p := &proc{
 		name:    sc.Name,
 		errTail: newRing(tailBytes),
@@ -132,6 +150,26 @@ func startProc(sc ServerConfig, inherit []string, tailBytes int, grace time.Dura
 		}
 	}
 	cmd.Env = mergeEnv(host, sc.Env)
+	if pc.policy != nil {
+		if err := p.startConfined(sc, cmd, pc, inR, outW, errW); err != nil {
+			closeAll(inR, inW, outR, outW, errR, errW)
+			return nil, err
+		}
+		closeAll(inR, outW, errW)
+		p.stdin, p.stdout, p.stderr = inW, outR, errR
+		go func() {
+			defer close(p.drained)
+			_, _ = io.Copy(p.errTail, errR)
+		}()
+		go func() {
+			p.waitErr = p.cp.Wait()
+			if code, sig, ok := p.cp.ExitStatus(); ok && (code != 0 || sig != 0) {
+				p.waitErr = &confinedExit{code: code, sig: sig}
+			}
+			close(p.exited)
+		}()
+		return p, nil
+	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
@@ -284,9 +322,9 @@ func (p *proc) shutdown() {
 		}
 		if !p.hasExited(grace) {
 			p.signalled.Store(true)
-			_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
+			p.signalGroup(syscall.SIGTERM)
 			if !p.hasExited(time.Second) {
-				_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+				p.signalGroup(syscall.SIGKILL)
 				p.hasExited(2 * time.Second)
 			}
 		}
@@ -295,7 +333,7 @@ func (p *proc) shutdown() {
 		select {
 		case <-p.drained:
 		case <-time.After(200 * time.Millisecond):
-			_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+			p.signalGroup(syscall.SIGKILL)
 			select {
 			case <-p.drained:
 			case <-time.After(time.Second):
@@ -303,12 +341,82 @@ func (p *proc) shutdown() {
 		}
 		_ = p.stdout.Close() // unblocks the SDK's reader goroutine
 		_ = p.stderr.Close()
+		if p.tmpDir != "" {
+			_ = os.RemoveAll(p.tmpDir)
+		}
 	})
+}
+
+// signalGroup sends sig to every process of the server: its process
+// group, or, confined, its whole sandbox (SIGKILL ends the sandbox).
+func (p *proc) signalGroup(sig syscall.Signal) {
+	if p.cp != nil {
+		if sig == syscall.SIGKILL {
+			p.cp.Kill()
+		} else {
+			p.cp.Terminate()
+		}
+		return
+	}
+	_ = syscall.Kill(-p.cmd.Process.Pid, sig)
+}
+
+// startConfined starts the server of cmd (its resolved command line and
+// environment) under pc's policy.
+func (p *proc) startConfined(sc ServerConfig, cmd *exec.Cmd, pc procConfinement, in, out, errw *os.File) error {
+	if cmd.Err != nil {
+		return fmt.Errorf("cannot start %q: %w", sc.Command, cmd.Err)
+	}
+	path, err := filepath.Abs(cmd.Path)
+	if err != nil {
+		return fmt.Errorf("cannot start %q: %w", sc.Command, err)
+	}
+	dir := sc.Cwd
+	if dir == "" {
+		if dir, err = os.Getwd(); err != nil {
+			return fmt.Errorf("cannot start %q: %w", sc.Command, err)
+		}
+	}
+	if dir, err = filepath.Abs(dir); err != nil {
+		return fmt.Errorf("cannot start %q: %w", sc.Command, err)
+	}
+	tmp, err := os.MkdirTemp("", "aibuddy-mcp-tmp-")
+	if err != nil {
+		return fmt.Errorf("cannot start %q: the private temp folder: %w", sc.Command, err)
+	}
+	cp, err := pc.driver.Start(context.Background(), pc.policy, &confine.Command{
+		Path: path, Args: cmd.Args, Dir: dir, Env: cmd.Env, Stdin: in, Stdout: out, Stderr: errw,
+		TempDir: tmp, ExitWithMain: true,
+	})
+	if err != nil {
+		_ = os.RemoveAll(tmp)
+		return fmt.Errorf("cannot start %q confined (%s): %w", sc.Command, pc.policy.Mode, err)
+	}
+	p.cp, p.tmpDir = cp, tmp
+	return nil
+}
+
+// confinedExit is how a confined server ended: the status its sandbox's
+// init reported.
+type confinedExit struct {
+	code int
+	sig  syscall.Signal
+}
+
+func (e *confinedExit) Error() string {
+	if e.sig != 0 {
+		return "signal: " + e.sig.String()
+	}
+	return fmt.Sprintf("exit status %d", e.code)
 }
 
 // selfExit reports whether the reaped process ended on its own: with an
 // exit status, or by a signal we did not send.
 func (p *proc) selfExit() bool {
+	var ce *confinedExit
+	if errors.As(p.waitErr, &ce) {
+		return ce.sig == 0 || !p.signalled.Load()
+	}
 	var ee *exec.ExitError
 	if errors.As(p.waitErr, &ee) {
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
@@ -321,6 +429,13 @@ func (p *proc) selfExit() bool {
 // exitReason describes how the process ended: "exited with status 3",
 // "killed by signal terminated".
 func (p *proc) exitReason() string {
+	var ce *confinedExit
+	if errors.As(p.waitErr, &ce) {
+		if ce.sig != 0 {
+			return "killed by signal " + ce.sig.String()
+		}
+		return fmt.Sprintf("exited with status %d", ce.code)
+	}
 	var ee *exec.ExitError
 	if errors.As(p.waitErr, &ee) {
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {

@@ -87,6 +87,12 @@ var (
 	// components, 4,096 bytes; PathError.Reason names the bound and the
 	// setting). Parameters stage; nothing was touched.
 	ErrTooDeep = errors.New("path too deep or too long")
+	// ErrConfinement: the configured OS confinement of commands cannot be
+	// enforced on this machine (no user namespaces, an init binary
+	// missing, an old kernel), so nothing runs: commands are never run
+	// with a weaker confinement than configured. The wrapped error names
+	// the missing piece and the fix. Authorization stage.
+	ErrConfinement = errors.New("the configured confinement cannot be enforced")
 )
 
 // Deny decides whether the file operations may touch an object, given its
@@ -102,6 +108,33 @@ var (
 // must be safe for concurrent use and cheap: a walk calls it once per
 // entry.
 type Deny func(real string) (rule string, denied bool)
+
+// OpChecker is an optional interface of a [Sandbox]: CheckOp says why op
+// cannot run as configured (an error wrapping ErrConfinement, for example),
+// or nil when it can. Supports(op) is false exactly when CheckOp(op) is
+// not nil; package capability shows the error as the exclusion's reason.
+type OpChecker interface {
+	CheckOp(op Op) error
+}
+
+// Confinement is what the OS confinement of Exec enforces, for tool
+// descriptions and `aibuddy tools`.
+type Confinement struct {
+	Driver      string   `json:"driver,omitempty"`      // e.g. "linux-namespaces"; empty when off
+	Mode        string   `json:"mode"`                  // "workspace-write", "read-only" or "off"
+	Network     string   `json:"network"`               // "off", "limited" or "on"
+	Enforced    bool     `json:"enforced"`              // every rule holds
+	Unavailable string   `json:"unavailable,omitempty"` // why the configured confinement cannot be enforced, and the fix
+	Layers      []string `json:"layers,omitempty"`      // the mechanisms in force
+	Rules       []string `json:"rules,omitempty"`       // one line per rule, naming its setting
+	Summary     string   `json:"-"`                     // one paragraph for a tool description
+}
+
+// ConfinementReporter is an optional interface of a [Sandbox] that
+// confines the commands it runs.
+type ConfinementReporter interface {
+	Confinement() Confinement
+}
 
 // PathError is an error about one path, with the path as the caller gave it
 // and, for confinement failures, how it escaped ("via symlink leak").
@@ -449,4 +482,9 @@ type ExecResult struct {
 	// (setsid, daemonizing) and were stopped at the end of the call; 0 where
 	// the adapter cannot find them.
 	Escaped int
+	// Denied are what the OS confinement refused during the call, each
+	// one sentence naming the rule and its setting: the egress proxy's
+	// refusals exactly, file and network denials as the command's error
+	// output shows them. Empty when unconfined or nothing was refused.
+	Denied []string
 }

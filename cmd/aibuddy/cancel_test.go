@@ -121,13 +121,12 @@ func (h *rawHost) expectDropped(ctx context.Context, id string) {
 	}
 }
 
-// waitPID waits for the file a command writes its $$ into.
-func waitPID(ctx context.Context, t *testing.T, path string) int {
+// waitPID waits for the file a command writes its treeLine into.
+func waitPID(ctx context.Context, t *testing.T, path string) tree {
 	t.Helper()
 	for {
 		if b, err := os.ReadFile(path); err == nil && strings.HasSuffix(string(b), "\n") {
-			pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-			return pid
+			return parseTree(t, b)
 		}
 		select {
 		case <-ctx.Done():
@@ -137,13 +136,13 @@ func waitPID(ctx context.Context, t *testing.T, path string) int {
 	}
 }
 
-// waitGroupGone waits until no live process is left in group pgid.
-func waitGroupGone(ctx context.Context, t *testing.T, pgid int) {
+// waitGroupGone waits until no live process of the command is left.
+func waitGroupGone(ctx context.Context, t *testing.T, pgid tree) {
 	t.Helper()
-	for groupHasLive(pgid) {
+	for treeHasLive(pgid) {
 		select {
 		case <-ctx.Done():
-			t.Fatalf("process group %d still running after the cancellation", pgid)
+			t.Fatalf("the command's processes (%+v) still run after the cancellation", pgid)
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
@@ -166,7 +165,7 @@ func TestMCPCancelledCallIsNotAnswered(t *testing.T) {
 		h.send(f)
 	}
 	h.until(ctx, "1")
-	h.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"execute","arguments":{"command":"echo $$ > pid; sleep 600","timeout_ms":600000}}}`)
+	h.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"execute","arguments":{"command":"echo $$ $(readlink /proc/self/ns/pid) > pid; sleep 600","timeout_ms":600000}}}`)
 	pgid := waitPID(ctx, t, filepath.Join(ws, "pid"))
 	h.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2,"reason":"user pressed stop"}}`)
 	waitGroupGone(ctx, t, pgid)
@@ -208,7 +207,7 @@ func TestMCPCancelledProxiedCallIsForwarded(t *testing.T) {
 		h.send(f)
 	}
 	h.until(ctx, "1")
-	h.send(`{"jsonrpc":"2.0","id":"long","method":"tools/call","params":{"name":"inner__execute","arguments":{"command":"echo $$ > pid; sleep 600","timeout_ms":600000}}}`)
+	h.send(`{"jsonrpc":"2.0","id":"long","method":"tools/call","params":{"name":"inner__execute","arguments":{"command":"echo $$ $(readlink /proc/self/ns/pid) > pid; sleep 600","timeout_ms":600000}}}`)
 	pgid := waitPID(ctx, t, filepath.Join(innerWS, "pid"))
 	h.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"long"}}`)
 	waitGroupGone(ctx, t, pgid)

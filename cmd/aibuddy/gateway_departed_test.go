@@ -24,9 +24,16 @@ func TestGatewayExplainsDisconnectedServer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	ws, innerWS := t.TempDir(), t.TempDir()
+	// The upstream ends itself through its own execute, which needs
+	// execute unconfined (a confined command cannot signal a process
+	// outside its sandbox): the upstream's settings say so.
+	innerCfg := filepath.Join(t.TempDir(), "inner.json")
+	if err := os.WriteFile(innerCfg, []byte(`{"sandbox": {"confinement": "off"}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	doc := map[string]any{
 		"mcpServers": map[string]any{"inner": map[string]any{"command": bin,
-			"args": []string{"mcp", "--workspace", innerWS, "--data-dir", t.TempDir()}}},
+			"args": []string{"mcp", "--workspace", innerWS, "--data-dir", t.TempDir(), "--config", innerCfg}}},
 		"mcp":      map[string]any{"initTimeout": "60s", "startupWait": "60s"},
 		"approval": map[string]any{"off": true},
 	}

@@ -3,6 +3,7 @@ package main_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -66,8 +67,20 @@ func TestPermissionRulesOverMCP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The permission rules are what this test judges, so the confinement
+	// leaves the network on: with its default (off) no form could reach
+	// the listener, and the control would prove nothing.
+	var settings map[string]any
+	if err := json.Unmarshal([]byte(strings.ReplaceAll(string(raw), "blocked.test", host)), &settings); err != nil {
+		t.Fatal(err)
+	}
+	settings["sandbox"] = map[string]any{"network": "on"}
+	doc, err := json.Marshal(settings)
+	if err != nil {
+		t.Fatal(err)
+	}
 	cfg := filepath.Join(t.TempDir(), "aibuddy.json")
-	if err := os.WriteFile(cfg, []byte(strings.ReplaceAll(string(raw), "blocked.test", host)), 0o644); err != nil {
+	if err := os.WriteFile(cfg, doc, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	cs := connect(t, ctx, ws, "--config", cfg)

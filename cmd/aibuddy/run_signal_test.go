@@ -39,7 +39,7 @@ func TestRunInterruptExits130Quietly(t *testing.T) {
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "text/event-stream")
-		io.WriteString(w, chatToolCall("echo $$ > pid; sleep 600"))
+		io.WriteString(w, chatToolCall(treeLine+" > pid; sleep 600"))
 	}))
 	defer ts.Close()
 	cmd := exec.CommandContext(ctx, bin, "run", "--provider", "openai-chat", "--model", "local", "--base-url", ts.URL+"/v1",

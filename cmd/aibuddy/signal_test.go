@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -36,12 +35,12 @@ func TestMCPSigtermStopsCommandsInFlight(t *testing.T) {
 	go func() {
 		defer close(done)
 		_, _ = cs.CallTool(ctx, &mcp.CallToolParams{Name: "execute",
-			Arguments: map[string]any{"command": "echo $$ > pid; sleep 600 & sleep 600", "timeout_ms": 600000}})
+			Arguments: map[string]any{"command": treeLine + " > pid; sleep 600 & sleep 600", "timeout_ms": 600000}})
 	}()
-	var pgid int
-	for pgid == 0 {
+	var pgid tree
+	for pgid.pgid == 0 {
 		if b, err := os.ReadFile(filepath.Join(ws, "pid")); err == nil && strings.HasSuffix(string(b), "\n") {
-			pgid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+			pgid = parseTree(t, b)
 		}
 		select {
 		case <-ctx.Done():
@@ -65,9 +64,9 @@ func TestMCPSigtermStopsCommandsInFlight(t *testing.T) {
 		t.Fatal("aibuddy mcp did not exit after SIGTERM")
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for groupHasLive(pgid) {
+	for treeHasLive(pgid) {
 		if time.Now().After(deadline) {
-			t.Fatalf("process group %d survived aibuddy mcp", pgid)
+			t.Fatalf("the command's processes (%+v) survived aibuddy mcp", pgid)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

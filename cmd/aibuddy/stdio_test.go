@@ -161,7 +161,7 @@ func TestMCPStdioDrainGraceCancelsLongCalls(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "mcp", "--workspace", ws, "--config", cfg, "--data-dir", t.TempDir())
 	cmd.Stdin = strings.NewReader(rawFrames(
-		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"execute","arguments":{"command":"echo $$ > pid; sleep 600","timeout_ms":600000}}}`))
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"execute","arguments":{"command":"echo $$ $(readlink /proc/self/ns/pid) > pid; sleep 600","timeout_ms":600000}}}`))
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -181,13 +181,57 @@ func TestMCPStdioDrainGraceCancelsLongCalls(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the command never started: %v", err)
 	}
-	pgid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	if pgid <= 0 {
+	if id := parseTree(t, b); treeHasLive(id) {
+		t.Errorf("the command's processes (%+v) outlived aibuddy mcp", id)
+	}
+}
+
+// treeLine is the shell code that writes what identifies a command's
+// processes on the host: the shell's pid ($$, its process group id) and
+// its PID namespace. Confined (the default), $$ is a pid inside the
+// sandbox's own PID namespace, so the namespace is what identifies them.
+const treeLine = "echo $$ $(readlink /proc/self/ns/pid)"
+
+// tree identifies a command's processes (see treeLine).
+type tree struct {
+	pgid int
+	ns   string
+}
+
+func parseTree(t *testing.T, b []byte) tree {
+	t.Helper()
+	f := strings.Fields(string(b))
+	if len(f) != 2 {
+		t.Fatalf("pid file %q: want the pid and the PID namespace", b)
+	}
+	pid, err := strconv.Atoi(f[0])
+	if err != nil || pid <= 0 {
 		t.Fatalf("pid file %q", b)
 	}
-	if groupHasLive(pgid) {
-		t.Errorf("process group %d outlived aibuddy mcp", pgid)
+	return tree{pgid: pid, ns: f[1]}
+}
+
+// treeHasLive reports whether a process of the command is alive: one in
+// its PID namespace (confined), else one in its process group.
+func treeHasLive(id tree) bool {
+	if own, _ := os.Readlink("/proc/self/ns/pid"); id.ns == own {
+		return groupHasLive(id.pgid)
 	}
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		if l, err := os.Readlink(filepath.Join("/proc", e.Name(), "ns", "pid")); err != nil || l != id.ns {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		if f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:]); len(f) > 0 && f[0] != "Z" && f[0] != "X" {
+			return true
+		}
+	}
+	return false
 }
 
 // groupHasLive reports whether a process of group pgid is alive (not a

@@ -28,6 +28,7 @@ import (
 	"github.com/aibuddy/aibuddy/pipeline"
 	"github.com/aibuddy/aibuddy/registry"
 	"github.com/aibuddy/aibuddy/sandbox"
+	"github.com/aibuddy/aibuddy/sandbox/confine"
 	"github.com/aibuddy/aibuddy/sandbox/localsandbox"
 	"github.com/aibuddy/aibuddy/sandbox/sandboxes"
 	"github.com/aibuddy/aibuddy/skills"
@@ -84,6 +85,10 @@ type Options struct {
 	Registry func(cfg *config.Config, dataDir string, cat *skills.Catalog) *registry.Registry
 	// Services are injected into every run (capability services).
 	Services map[string]any
+	// Confine configures the confinement driver of execute and stdio MCP
+	// servers (tests: a resolver for fixture hosts, a missing init
+	// binary); nil means the defaults.
+	Confine *confine.Options
 }
 
 // Main runs the CLI with args (without the program name) and returns the
@@ -203,6 +208,7 @@ type run struct {
 	logger     *slog.Logger
 	spec       capability.RunSpec
 	discovery  *discovery.Options
+	servers    []mcpclient.ServerConfig // as configured, for reports
 	// policy is the run's approval policy (nil when approval.off): the
 	// permission engine over the sandbox's workspace.
 	policy *approval.Policy
@@ -282,12 +288,13 @@ func (c *common) resolve(ctx context.Context, o *Options) (*run, error) {
 			return nil, usageErr("settings: sandbox.shell %q cannot be run (%v); name an installed shell such as /bin/sh or bash", sh, err)
 		}
 	}
+	driver := confine.NewDriver(o.Confine)
 	sb, err := sandboxes.New(sandbox.Kind(r.cfg.Sandbox.Kind), sandboxes.Options{
 		Workspace: ws, Local: &localsandbox.Options{Shell: r.cfg.Sandbox.Shell,
 			KillDelay: r.cfg.Sandbox.KillDelay.D(), DrainGrace: r.cfg.Sandbox.DrainGrace.D(),
 			MaxPathDepth: r.cfg.Sandbox.MaxPathDepth, MaxPathBytes: r.cfg.Sandbox.MaxPathBytes,
 			MaxReadBytes: r.cfg.Sandbox.MaxReadBytes,
-			NoTempSweep:  !c.sweepTemps}})
+			NoTempSweep:  !c.sweepTemps, Confinement: ConfineSettings(r.cfg), Driver: driver}})
 	if err != nil {
 		return nil, usageErr("%v", err)
 	}
@@ -377,10 +384,20 @@ func (c *common) resolve(ctx context.Context, o *Options) (*run, error) {
 		r.close()
 		return nil, usageErr("settings: %v", err)
 	}
+	for _, sc := range servers {
+		if sc.Sandbox != nil {
+			ss := config.ServerSandbox{Confinement: sc.Sandbox.Confinement, Network: sc.Sandbox.Network, AllowedDomains: sc.Sandbox.AllowedDomains}
+			if err := ss.Check("mcpServers." + sc.Name + ".sandbox"); err != nil {
+				r.close()
+				return nil, usageErr("settings: %v", err)
+			}
+		}
+	}
 	if servers, err = nestServers(servers, r.logger); err != nil {
 		r.close()
 		return nil, usageErr("%v", err)
 	}
+	r.servers = servers
 	if _, builtin := r.registry.GroupOf(c.builtinCall); builtin && c.builtinCall != "" {
 		// One call of a built-in tool needs no MCP server: none is started
 		// (a hanging one would only delay it).
@@ -392,7 +409,8 @@ func (c *common) resolve(ctx context.Context, o *Options) (*run, error) {
 			InheritEnv: append(append([]string(nil), mcpclient.DefaultInheritEnv...), r.cfg.MCP.InheritEnv...),
 			Logger:     r.logger, ClientName: "aibuddy", ClientVersion: Version,
 			CompileSchemas: c.compileSchemas, MaxSchemaDepth: r.cfg.MCP.MaxSchemaDepth,
-			NotificationsPerSecond: r.cfg.MCP.NotificationsPerSecond, NotificationLogInterval: r.cfg.MCP.NotificationLogInterval.D()})
+			NotificationsPerSecond: r.cfg.MCP.NotificationsPerSecond, NotificationLogInterval: r.cfg.MCP.NotificationLogInterval.D(),
+			Confine: ServerConfinement(r.cfg, r.workspace), ConfineDriver: driver})
 		wait := ctx
 		d := r.cfg.MCP.StartupWait.D()
 		if d == 0 {

@@ -4,6 +4,8 @@ import (
 	"github.com/aibuddy/aibuddy/approval"
 	"github.com/aibuddy/aibuddy/config"
 	"github.com/aibuddy/aibuddy/coretools"
+	"github.com/aibuddy/aibuddy/mcpclient"
+	"github.com/aibuddy/aibuddy/sandbox/confine"
 )
 
 // ToolOptions maps the settings' limits onto the built-in tools' options.
@@ -89,4 +91,46 @@ func PolicyFor(cfg *config.Config, workspace string) *approval.Policy {
 	}
 	p.Unannotated = a.ConfirmUnannotatedMCP
 	return p
+}
+
+// ConfineSettings maps the settings' sandbox block onto execute's
+// confinement (sandbox.confinement, network, allowedDomains, denyRead,
+// readOnlyPaths, writablePaths) with the workspace's denied paths from
+// approval.deniedPaths (its default when omitted; kept when approval.off,
+// which turns off confirmation, not confinement).
+func ConfineSettings(cfg *config.Config) *confine.Settings {
+	sb := cfg.Sandbox
+	s := &confine.Settings{Confinement: sb.Confinement, Network: sb.Network, AllowedDomains: sb.AllowedDomains,
+		WritablePaths: sb.WritablePaths, DenyPatterns: approval.DefaultPolicy().DeniedPaths}
+	if sb.DenyRead != nil {
+		s.DenyRead = append([]string{}, *sb.DenyRead...)
+	}
+	if sb.ReadOnlyPaths != nil {
+		s.ReadOnlyPaths = append([]string{}, *sb.ReadOnlyPaths...)
+	}
+	if d := cfg.Approval.DeniedPaths; d != nil {
+		s.DenyPatterns = append([]string{}, *d...)
+	}
+	return s
+}
+
+// ServerConfinement resolves a stdio MCP server's confinement: its own
+// "sandbox" entry, else sandbox.mcpServersDefault, else off (an entry that
+// leaves out "confinement" means workspace-write on Linux); the other
+// rules (denyRead, readOnlyPaths, writablePaths, deniedPaths) are the
+// sandbox block's, over the run's workspace.
+func ServerConfinement(cfg *config.Config, workspace string) func(mcpclient.ServerConfig) (*confine.Policy, error) {
+	return func(sc mcpclient.ServerConfig) (*confine.Policy, error) {
+		s := ConfineSettings(cfg)
+		s.Confinement, s.Network, s.AllowedDomains = string(confine.Off), "", nil
+		if d := cfg.Sandbox.MCPServersDefault; d != nil {
+			s.Confinement, s.Network, s.AllowedDomains = d.Confinement, d.Network, d.AllowedDomains
+		}
+		if sc.Sandbox != nil {
+			s.Confinement, s.Network, s.AllowedDomains = sc.Sandbox.Confinement, sc.Sandbox.Network, sc.Sandbox.AllowedDomains
+		}
+		// An entry without "confinement" means the sandbox's default
+		// (workspace-write on Linux): naming a sandbox asks for one.
+		return confine.NewPolicy(*s, workspace, "")
+	}
 }

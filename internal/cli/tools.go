@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
 	"text/tabwriter"
 
@@ -10,8 +11,11 @@ import (
 
 	"github.com/aibuddy/aibuddy/capability"
 	"github.com/aibuddy/aibuddy/discovery"
+	"github.com/aibuddy/aibuddy/mcpclient"
 	"github.com/aibuddy/aibuddy/mcpserver"
 	"github.com/aibuddy/aibuddy/permissions"
+	"github.com/aibuddy/aibuddy/sandbox"
+	"github.com/aibuddy/aibuddy/sandbox/confine"
 	"github.com/aibuddy/aibuddy/tool"
 )
 
@@ -54,6 +58,9 @@ type serverJSON struct {
 	State   string `json:"state"`
 	Summary string `json:"summary"`
 	Error   string `json:"error,omitempty"`
+	// Confinement is a stdio server's: mode and network, e.g.
+	// "workspace-write, network off", or "off".
+	Confinement string `json:"confinement,omitempty"`
 }
 
 // toolRow is one line of the tools listing.
@@ -117,10 +124,55 @@ func servers(r *run) []serverJSON {
 	if r.mcp == nil {
 		return out
 	}
+	conf := map[string]string{}
+	for _, sc := range r.servers {
+		if sc.Type != mcpclient.TypeStdio {
+			continue
+		}
+		p, err := ServerConfinement(r.cfg, r.workspace)(sc)
+		switch {
+		case err != nil:
+			conf[sc.Name] = "invalid: " + err.Error()
+		case p.Mode == confine.Off:
+			conf[sc.Name] = "off"
+		default:
+			conf[sc.Name] = fmt.Sprintf("%s, network %s", p.Mode, p.Network)
+		}
+	}
 	for _, st := range r.mcp.Servers() {
-		out = append(out, serverJSON{Name: st.Name, State: string(st.State), Summary: st.Summary(), Error: st.Error})
+		out = append(out, serverJSON{Name: st.Name, State: string(st.State), Summary: st.Summary(), Error: st.Error, Confinement: conf[st.Name]})
 	}
 	return out
+}
+
+// confinement is execute's OS confinement as the sandbox reports it.
+func confinement(r *run) *sandbox.Confinement {
+	cr, ok := r.sandbox.(sandbox.ConfinementReporter)
+	if !ok {
+		return nil
+	}
+	c := cr.Confinement()
+	return &c
+}
+
+func writeConfinementText(w io.Writer, c *sandbox.Confinement) {
+	if c == nil {
+		return
+	}
+	switch {
+	case c.Mode == string(confine.Off):
+		fmt.Fprintf(w, "Confinement of execute: off (sandbox.confinement): commands run with your user's rights\n\n")
+		return
+	case !c.Enforced:
+		fmt.Fprintf(w, "Confinement of execute: %s, network %s: NOT ENFORCEABLE HERE, so execute is excluded\n  %s\n\n", c.Mode, c.Network, c.Unavailable)
+		return
+	}
+	fmt.Fprintf(w, "Confinement of execute: driver %s, mode %s, network %s (enforced)\n", c.Driver, c.Mode, c.Network)
+	fmt.Fprintf(w, "  layers: %s\n", strings.Join(c.Layers, "; "))
+	for _, rule := range c.Rules {
+		fmt.Fprintf(w, "  - %s\n", rule)
+	}
+	fmt.Fprintln(w)
 }
 
 func writeToolsJSON(cmd *cobra.Command, r *run) error {
@@ -128,10 +180,11 @@ func writeToolsJSON(cmd *cobra.Command, r *run) error {
 		Workspace   string                 `json:"workspace"`
 		Sandbox     string                 `json:"sandbox"`
 		Permissions string                 `json:"permissions"`
+		Confinement *sandbox.Confinement   `json:"confinement,omitempty"`
 		MCPServers  []serverJSON           `json:"mcpServers"`
 		Tools       []toolJSON             `json:"tools"`
 		Excluded    []capability.Exclusion `json:"excluded"`
-	}{Workspace: r.sandbox.Workspace(), Sandbox: string(r.sandbox.Kind()), Permissions: permissionSummary(r), MCPServers: servers(r), Tools: []toolJSON{}, Excluded: r.exclusions}
+	}{Workspace: r.sandbox.Workspace(), Sandbox: string(r.sandbox.Kind()), Permissions: permissionSummary(r), Confinement: confinement(r), MCPServers: servers(r), Tools: []toolJSON{}, Excluded: r.exclusions}
 	if out.Excluded == nil {
 		out.Excluded = []capability.Exclusion{}
 	}
@@ -149,11 +202,16 @@ func writeToolsText(cmd *cobra.Command, r *run) error {
 	w := cmd.OutOrStdout()
 	fmt.Fprintf(w, "Workspace: %s (%s sandbox)\n", r.sandbox.Workspace(), r.sandbox.Kind())
 	fmt.Fprintf(w, "Permissions: %s\n\n", permissionSummary(r))
+	writeConfinementText(w, confinement(r))
 	if sv := servers(r); len(sv) > 0 {
 		fmt.Fprintf(w, "MCP servers (%d):\n", len(sv))
 		tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 		for _, s := range sv {
-			fmt.Fprintf(tw, "  %s\t%s\n", s.Name, s.Summary)
+			line := s.Summary
+			if s.Confinement != "" {
+				line += "\tconfinement: " + s.Confinement
+			}
+			fmt.Fprintf(tw, "  %s\t%s\n", s.Name, line)
 		}
 		tw.Flush()
 		fmt.Fprintln(w)

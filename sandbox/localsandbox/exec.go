@@ -85,6 +85,9 @@ func (s *Sandbox) Exec(ctx context.Context, req sandbox.ExecRequest) (*sandbox.E
 	if env == nil {
 		env = DefaultEnv(nil)
 	}
+	if err := s.conf.check(); err != nil {
+		return nil, err // fail closed: never a weaker confinement than configured
+	}
 	killDelay, drainGrace := s.opts.KillDelay, s.opts.DrainGrace
 	if killDelay <= 0 {
 		killDelay = DefaultKillDelay

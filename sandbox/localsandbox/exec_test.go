@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/aibuddy/aibuddy/sandbox"
+	"github.com/aibuddy/aibuddy/sandbox/confine"
 )
 
 // hangBound is the generous upper bound that proves "does not hang"; the
@@ -78,23 +79,54 @@ func runExec(t *testing.T, ctx context.Context, sb *Sandbox, req sandbox.ExecReq
 	return r
 }
 
-// firstLinePID parses the first line of out as the shell's pid ($$), which
-// is the command's process group id.
-func firstLinePID(t *testing.T, out string) int {
-	t.Helper()
-	line, _, _ := strings.Cut(out, "\n")
-	pid, err := strconv.Atoi(strings.TrimSpace(line))
-	if err != nil || pid <= 1 {
-		t.Fatalf("no pid on the first output line: %q", out)
-	}
-	return pid
+// treeLine is the shell code whose output line identifies a command's
+// processes on the host: the shell's pid ($$, its process group id) and
+// its PID namespace. Confined (the default), $$ is a pid inside the
+// sandbox's own PID namespace, so the namespace is what identifies them.
+const treeLine = "echo $$ $(readlink /proc/self/ns/pid)"
+
+// treeID identifies a command's processes (see treeLine).
+type treeID struct {
+	pgid int
+	ns   string // "pid:[inode]"
 }
 
-// assertGroupGone checks that no live process of group pgid remains:
-// kill(-pgid, 0) fails with ESRCH, or every member left is a zombie (this
-// host's PID 1 does not reap orphans, and a zombie is already dead).
-func assertGroupGone(t *testing.T, pgid int) {
+// firstLinePID parses the first line of out as a treeLine.
+func firstLinePID(t *testing.T, out string) treeID {
 	t.Helper()
+	line, _, _ := strings.Cut(out, "\n")
+	f := strings.Fields(line)
+	if len(f) != 2 {
+		t.Fatalf("no pid and PID namespace on the first output line: %q", out)
+	}
+	pid, err := strconv.Atoi(f[0])
+	if err != nil || pid < 1 {
+		t.Fatalf("no pid on the first output line: %q", out)
+	}
+	return treeID{pgid: pid, ns: f[1]}
+}
+
+// assertGroupGone checks that no live process of the command remains: in
+// its own PID namespace (confined), no live process on the host is in that
+// namespace; otherwise kill(-pgid, 0) fails with ESRCH, or every member
+// left is a zombie (this process reaps only its direct children).
+func assertGroupGone(t *testing.T, id treeID) {
+	t.Helper()
+	if own, _ := os.Readlink("/proc/self/ns/pid"); id.ns != own {
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			live := liveInNamespace(id.ns)
+			if len(live) == 0 {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("PID namespace %s still has live processes: %v", id.ns, live)
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	pgid := id.pgid
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		err := syscall.Kill(-pgid, 0)
@@ -112,6 +144,30 @@ func assertGroupGone(t *testing.T, pgid int) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// liveInNamespace lists the non-zombie host processes in the PID
+// namespace ns ("pid:[inode]").
+func liveInNamespace(ns string) []string {
+	ents, _ := os.ReadDir("/proc")
+	var live []string
+	for _, e := range ents {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		if l, err := os.Readlink("/proc/" + e.Name() + "/ns/pid"); err != nil || l != ns {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		if i := bytes.LastIndexByte(b, ')'); i >= 0 && len(b) > i+2 && b[i+2] == 'Z' {
+			continue
+		}
+		live = append(live, strings.TrimSpace(string(b)))
+	}
+	return live
 }
 
 // liveMembers lists the non-zombie processes whose process group is pgid,
@@ -326,13 +382,23 @@ func TestExecDefaultEnv(t *testing.T) {
 			t.Errorf("env lacks %s:\n%s", kv, r.out)
 		}
 	}
-	// An explicit Env is used as is, plus the descendant marker.
+	// An explicit Env is used as is, plus, confined (the default), TMPDIR
+	// naming the session's private temp folder.
 	r = runExec(t, context.Background(), sb, sandbox.ExecRequest{Command: "env", Env: []string{"ONLY=1"}})
 	// (os/exec adds PWD for the working directory.)
 	got := strings.Fields(r.out)
 	sort.Strings(got)
+	if len(got) != 3 || got[0] != "ONLY=1" || !strings.HasPrefix(got[1], "PWD=") || !strings.HasPrefix(got[2], "TMPDIR="+os.TempDir()) {
+		t.Errorf("explicit Env, confined: got %q", r.out)
+	}
+	// Unconfined (sandbox.confinement "off"), the descendant marker is
+	// added instead: it is how the end of the call finds setsid escapes.
+	off, _ := newExecSandbox(t, &Options{Confinement: &confine.Settings{Confinement: "off"}})
+	r = runExec(t, context.Background(), off, sandbox.ExecRequest{Command: "env", Env: []string{"ONLY=1"}})
+	got = strings.Fields(r.out)
+	sort.Strings(got)
 	if len(got) != 3 || !regexp.MustCompile(`^AIBUDDY_EXEC_ID=[0-9a-f]{16}$`).MatchString(got[0]) || got[1] != "ONLY=1" || !strings.HasPrefix(got[2], "PWD=") {
-		t.Errorf("explicit Env: got %q", r.out)
+		t.Errorf("explicit Env, unconfined: got %q", r.out)
 	}
 }
 
@@ -391,7 +457,7 @@ func TestExecContextAlreadyDone(t *testing.T) {
 func TestExecBH021BackgroundWriter(t *testing.T) {
 	sb, _ := newExecSandbox(t, nil)
 	r := runExec(t, context.Background(), sb, sandbox.ExecRequest{
-		Command: "echo $$; (while :; do echo tick; sleep 0.1; done) & sleep 1; echo fg-done",
+		Command: treeLine + "; (while :; do echo tick; sleep 0.1; done) & sleep 1; echo fg-done",
 	})
 	if r.err != nil {
 		t.Fatal(r.err)
@@ -410,7 +476,7 @@ func TestExecBH021BackgroundWriter(t *testing.T) {
 // the call.
 func TestExecBackgroundJobKilled(t *testing.T) {
 	sb, _ := newExecSandbox(t, nil)
-	r := runExec(t, context.Background(), sb, sandbox.ExecRequest{Command: "echo $$; sleep 300 >/dev/null 2>&1 & echo started"})
+	r := runExec(t, context.Background(), sb, sandbox.ExecRequest{Command: treeLine + "; sleep 300 >/dev/null 2>&1 & echo started"})
 	if r.err != nil || r.res.ExitCode != 0 || r.res.Lingering {
 		t.Fatalf("res %+v err %v", r.res, r.err)
 	}
@@ -421,8 +487,8 @@ func TestExecBackgroundJobKilled(t *testing.T) {
 func TestExecBH022TimeoutKillsTree(t *testing.T) {
 	sb, ws := newExecSandbox(t, nil)
 	for _, cmd := range []string{
-		"echo $$; sleep 600 | cat",
-		"echo $$; mkfifo q; (while :; do date +%s; sleep 1; done) > q & cat q",
+		treeLine + "; sleep 600 | cat",
+		treeLine + "; mkfifo q; (while :; do date +%s; sleep 1; done) > q & cat q",
 	} {
 		t.Run(strings.Fields(cmd)[2], func(t *testing.T) {
 			os.Remove(filepath.Join(ws, "q"))
@@ -449,7 +515,7 @@ func TestExecBH022TimeoutKillsTree(t *testing.T) {
 func TestExecTermIgnoredThenKilled(t *testing.T) {
 	sb, _ := newExecSandbox(t, &Options{KillDelay: 300 * time.Millisecond})
 	r := runExec(t, context.Background(), sb, sandbox.ExecRequest{
-		Command: `trap '' TERM; echo $$; sh -c 'trap "" TERM; while :; do sleep 0.05; done' & while :; do sleep 0.05; done`,
+		Command: `trap '' TERM; ` + treeLine + `; sh -c 'trap "" TERM; while :; do sleep 0.05; done' & while :; do sleep 0.05; done`,
 		Timeout: 300 * time.Millisecond,
 	})
 	if r.err != nil {
@@ -471,8 +537,8 @@ func TestExecBH023ProcessSubstitution(t *testing.T) {
 		name, cmd string
 		lingering bool
 	}{
-		{"control", "echo $$ >pgid; exec > >(tee -a run.log) 2>&1; echo built; exit 0", false},
-		{"detached", "echo $$ >pgid; exec > >(tee -a run.log) 2>&1; (sleep 100 &); echo built; exit 0", true},
+		{"control", treeLine + " >pgid; exec > >(tee -a run.log) 2>&1; echo built; exit 0", false},
+		{"detached", treeLine + " >pgid; exec > >(tee -a run.log) 2>&1; (sleep 100 &); echo built; exit 0", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			os.Remove(filepath.Join(ws, "run.log"))
@@ -504,7 +570,9 @@ func TestExecBH025EditorAndPager(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git not found")
 	}
-	sb, _ := newExecSandbox(t, nil)
+	// git commit writes .git, which confinement keeps read-only by
+	// default: this test needs it writable and says so in the settings.
+	sb, _ := newExecSandbox(t, &Options{Confinement: &confine.Settings{ReadOnlyPaths: []string{}}})
 	setup := `git init -q . && git config user.email t@example.com && git config user.name T &&
 		for i in $(seq 1 60); do git commit -q --allow-empty -m "commit $i" || exit 1; done`
 	if r := runExec(t, context.Background(), sb, sandbox.ExecRequest{Command: setup}); r.err != nil || r.res.ExitCode != 0 {
@@ -542,7 +610,7 @@ func TestExecBH030Cancel(t *testing.T) {
 		}
 		return len(p), nil
 	})
-	res, err := sb.Exec(ctx, sandbox.ExecRequest{Command: "echo $$; sh -c 'sleep 300 & sleep 300'", Timeout: hangBound, Stdout: w})
+	res, err := sb.Exec(ctx, sandbox.ExecRequest{Command: treeLine + "; sh -c 'sleep 300 & sleep 300'", Timeout: hangBound, Stdout: w})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -597,18 +665,21 @@ func TestExecStopsSetsidEscapees(t *testing.T) {
 	}
 	sb, ws := newExecSandbox(t, nil)
 	r := runExec(t, context.Background(), sb, sandbox.ExecRequest{
-		Command: `setsid sh -c 'echo $$ > escaped; exec sleep 300' </dev/null >/dev/null 2>&1 & while [ ! -s escaped ]; do sleep 0.01; done; echo started`})
+		Command: `setsid sh -c '` + treeLine + ` > escaped; exec sleep 300' </dev/null >/dev/null 2>&1 & while [ ! -s escaped ]; do sleep 0.01; done; echo started`})
 	if r.err != nil || r.res.ExitCode != 0 || strings.TrimSpace(r.out) != "started" {
 		t.Fatalf("result %+v %v %q", r.res, r.err, r.out)
 	}
 	b, _ := os.ReadFile(filepath.Join(ws, "escaped"))
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil {
-		t.Fatalf("escaped pid %q", b)
-	}
+	id := firstLinePID(t, string(b))
 	if r.res.Escaped < 1 {
 		t.Errorf("Escaped = %d, want >= 1", r.res.Escaped)
 	}
+	if own, _ := os.Readlink("/proc/self/ns/pid"); id.ns != own {
+		// Confined: the whole PID namespace ended with the call.
+		assertGroupGone(t, id)
+		return
+	}
+	pid := id.pgid
 	deadline := time.Now().Add(hangBound)
 	for syscall.Kill(pid, 0) == nil {
 		// A killed child of init may be a zombie for a moment.

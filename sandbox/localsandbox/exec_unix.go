@@ -39,53 +39,36 @@ func (s *Sandbox) run(ctx context.Context, req sandbox.ExecRequest, spec runSpec
 	growPipe(outW)
 	growPipe(errW)
 
-	cmd := exec.Command(s.opts.Shell, "-c", req.Command)
-	cmd.Dir = spec.dir
-	// The marker lets the end of the call find descendants that left the
-	// process group (setsid) but kept the environment.
-	marker := execMarkerKey + "=" + newExecID()
-	cmd.Env = append(append(make([]string, 0, len(spec.env)+1), spec.env...), marker)
-	cmd.Stdin = nil // the null device
-	cmd.Stdout = outW
-	cmd.Stderr = errW
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	trace := func(what string, at, due time.Time) {
 		if s.trace != nil {
 			s.trace(execTrace{what: what, at: at, due: due})
 		}
 	}
 	start := time.Now()
-	err = cmd.Start()
+	proc, err := s.startProc(ctx, req, spec, outW, errW)
 	outW.Close()
 	errW.Close()
 	if err != nil {
-		return nil, fmt.Errorf("localsandbox: exec: start %s: %w", s.opts.Shell, err)
+		return nil, err
 	}
-	pgid := cmd.Process.Pid // setsid: the shell leads its own group
 	trace("start", start, time.Time{})
+	stderr := req.Stderr
+	var kept *denialLines
+	if s.conf.on() {
+		kept = &denialLines{}
+		stderr = teeWriter{req.Stderr, kept}
+	}
 
 	var mu sync.Mutex // serializes writes to req.Stdout and req.Stderr
 	var readers sync.WaitGroup
 	readers.Add(2)
 	ord := newStreamOrder(outR)
 	go pump(outR, req.Stdout, &mu, &readers, ord, false)
-	go pump(errR, req.Stderr, &mu, &readers, ord, true)
+	go pump(errR, stderr, &mu, &readers, ord, true)
 	drained := make(chan struct{})
 	go func() { readers.Wait(); close(drained) }()
 
-	// The shell is observed exiting without being reaped where the platform
-	// allows (waitid WNOWAIT): its pid, which is the group id, cannot be
-	// reused before the final group kill below.
-	exited := make(chan struct{})
-	var reaped bool
-	var waitErr error
-	go func() {
-		if !waitExited(cmd.Process.Pid) {
-			reaped, waitErr = true, cmd.Wait()
-		}
-		close(exited)
-	}()
-
+	exited := proc.exited()
 	res := &sandbox.ExecResult{}
 	var timeoutC, killC, graceC <-chan time.Time
 	if req.Timeout > 0 {
@@ -102,7 +85,7 @@ func (s *Sandbox) run(ctx context.Context, req sandbox.ExecRequest, spec runSpec
 			return
 		}
 		stopping = true
-		killGroup(pgid, syscall.SIGTERM)
+		proc.terminate()
 		t := time.NewTimer(spec.killDelay)
 		killC = t.C
 		now := time.Now()
@@ -140,7 +123,7 @@ func (s *Sandbox) run(ctx context.Context, req sandbox.ExecRequest, spec runSpec
 		case <-killC:
 			killC = nil
 			trace("kill-fired", time.Now(), time.Time{})
-			killGroup(pgid, syscall.SIGKILL)
+			proc.kill()
 			killed = true
 			if shellDone && !outputDone {
 				res.Lingering = true
@@ -148,17 +131,15 @@ func (s *Sandbox) run(ctx context.Context, req sandbox.ExecRequest, spec runSpec
 		case <-graceC:
 			graceC = nil
 			trace("drain-fired", time.Now(), time.Time{})
-			killGroup(pgid, syscall.SIGKILL)
+			proc.kill()
 			killed = true
 			if !outputDone {
 				res.Lingering = true
 			}
 		}
 	}
-	// Nothing of the group outlives the call, output holders or not; nor
-	// does a descendant that left the group but kept the marker.
-	killGroup(pgid, syscall.SIGKILL)
-	res.Escaped = sweepMarked(marker, pgid)
+	// Nothing of the command outlives the call, output holders or not.
+	res.Escaped = proc.finish()
 	if !outputDone {
 		// Take what the killed processes left in the pipes, then stop
 		// reading: a process outside the group may still hold them open.
@@ -171,18 +152,95 @@ func (s *Sandbox) run(ctx context.Context, req sandbox.ExecRequest, spec runSpec
 		errR.SetReadDeadline(now)
 		<-drained
 	}
-	if !reaped {
-		waitErr = cmd.Wait()
-	}
+	code, werr := proc.wait()
 	res.Duration = time.Since(start)
 	trace("returned", start.Add(res.Duration), time.Time{})
-	res.ExitCode = -1
-	if cmd.ProcessState != nil {
-		res.ExitCode = cmd.ProcessState.ExitCode()
-	} else if waitErr != nil {
-		return res, fmt.Errorf("localsandbox: exec: wait: %w", waitErr)
+	res.ExitCode = code
+	if s.conf.on() {
+		res.Denied = s.conf.denied(proc, kept)
+	}
+	if werr != nil {
+		return res, fmt.Errorf("localsandbox: exec: wait: %w", werr)
 	}
 	return res, nil
+}
+
+// execProc is a started command as the stop mechanism of run sees it:
+// the shell run directly in its own session (plainProc), or under the OS
+// confinement (confinedProc, Linux).
+type execProc interface {
+	// exited is closed when the shell has exited.
+	exited() <-chan struct{}
+	// terminate sends SIGTERM to every process of the command.
+	terminate()
+	// kill sends SIGKILL to every process of the command.
+	kill()
+	// finish kills whatever is left of the command and reports how many
+	// descendants had left its process group.
+	finish() (escaped int)
+	// wait reaps the command: the shell's exit code (-1 for a signal).
+	wait() (int, error)
+}
+
+// plainProc is the shell run directly, in its own session (setsid), so
+// its process group id is its pid.
+type plainProc struct {
+	cmd     *exec.Cmd
+	pgid    int
+	marker  string
+	done    chan struct{}
+	reaped  bool
+	waitErr error
+}
+
+func (s *Sandbox) startPlain(req sandbox.ExecRequest, spec runSpec, outW, errW *os.File) (*plainProc, error) {
+	cmd := exec.Command(s.opts.Shell, "-c", req.Command)
+	cmd.Dir = spec.dir
+	// The marker lets the end of the call find descendants that left the
+	// process group (setsid) but kept the environment.
+	marker := execMarkerKey + "=" + newExecID()
+	cmd.Env = append(append(make([]string, 0, len(spec.env)+1), spec.env...), marker)
+	cmd.Stdin = nil // the null device
+	cmd.Stdout = outW
+	cmd.Stderr = errW
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("localsandbox: exec: start %s: %w", s.opts.Shell, err)
+	}
+	p := &plainProc{cmd: cmd, pgid: cmd.Process.Pid, marker: marker, done: make(chan struct{})}
+	// The shell is observed exiting without being reaped where the platform
+	// allows (waitid WNOWAIT): its pid, which is the group id, cannot be
+	// reused before the final group kill.
+	go func() {
+		if !waitExited(cmd.Process.Pid) {
+			p.reaped, p.waitErr = true, cmd.Wait()
+		}
+		close(p.done)
+	}()
+	return p, nil
+}
+
+func (p *plainProc) exited() <-chan struct{} { return p.done }
+func (p *plainProc) terminate()              { killGroup(p.pgid, syscall.SIGTERM) }
+func (p *plainProc) kill()                   { killGroup(p.pgid, syscall.SIGKILL) }
+
+// finish kills the group, and then a descendant that left the group but
+// kept the marker.
+func (p *plainProc) finish() int {
+	killGroup(p.pgid, syscall.SIGKILL)
+	return sweepMarked(p.marker, p.pgid)
+}
+
+func (p *plainProc) wait() (int, error) {
+	<-p.done
+	err := p.waitErr
+	if !p.reaped {
+		err = p.cmd.Wait()
+	}
+	if p.cmd.ProcessState != nil {
+		return p.cmd.ProcessState.ExitCode(), nil
+	}
+	return -1, err
 }
 
 // pump copies r to w chunk by chunk until EOF or a read error (including

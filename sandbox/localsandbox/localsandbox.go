@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/aibuddy/aibuddy/sandbox"
+	"github.com/aibuddy/aibuddy/sandbox/confine"
 )
 
 // Options configures a local sandbox. A nil *Options means the defaults.
@@ -61,6 +62,17 @@ type Options struct {
 	// once returns after DrainGrace; one whose foreground runs longer
 	// returns DrainGrace/4 after its exit. Default 1 s.
 	DrainGrace time.Duration
+	// Confinement is the OS confinement of Exec (settings
+	// sandbox.confinement, sandbox.network, sandbox.allowedDomains,
+	// sandbox.denyRead, sandbox.readOnlyPaths, sandbox.writablePaths and
+	// approval.deniedPaths). nil means the defaults of confine.Settings:
+	// workspace-write with the network off on Linux. A policy the machine
+	// cannot enforce makes Exec fail (and Supports(OpExec) false) with
+	// the reason; it never runs unconfined.
+	Confinement *confine.Settings
+	// Driver runs confined commands; nil means confine.NewDriver(nil).
+	// Sharing one driver shares its probe.
+	Driver *confine.Driver
 }
 
 // Sandbox is a sandbox.Sandbox rooted at a local folder.
@@ -90,6 +102,8 @@ type Sandbox struct {
 	sweepErr   error
 
 	trace func(execTrace) // Exec's stop mechanism, for tests; nil in use
+
+	conf *confinement // the OS confinement of Exec
 }
 
 // execTrace is one step of Exec's stop mechanism: what happened, when, and
@@ -133,6 +147,10 @@ func New(dir string, opts *Options) (*Sandbox, error) {
 	if s.opts.Shell == "" {
 		s.opts.Shell = "/bin/sh"
 	}
+	if s.conf, err = newConfinement(abs, &s.opts); err != nil {
+		root.Close()
+		return nil, fmt.Errorf("localsandbox: %w", err)
+	}
 	if !s.opts.NoTempSweep {
 		s.startTempSweep()
 	}
@@ -145,11 +163,14 @@ func (s *Sandbox) Kind() sandbox.Kind { return sandbox.KindLocal }
 // Workspace is the absolute path of the root folder.
 func (s *Sandbox) Workspace() string { return s.dir }
 
-// Supports reports true for every operation.
+// Supports reports true for every operation, except OpExec when the
+// configured confinement cannot be enforced here (CheckOp says why).
 func (s *Sandbox) Supports(op sandbox.Op) bool {
 	switch op {
-	case sandbox.OpList, sandbox.OpRead, sandbox.OpWrite, sandbox.OpEdit, sandbox.OpSearch, sandbox.OpExec:
+	case sandbox.OpList, sandbox.OpRead, sandbox.OpWrite, sandbox.OpEdit, sandbox.OpSearch:
 		return true
+	case sandbox.OpExec:
+		return s.conf.check() == nil
 	}
 	return false
 }
@@ -162,5 +183,6 @@ func (s *Sandbox) Close() error {
 		<-s.sweepDone
 	}
 	closeDir(s.rootFd)
+	s.conf.close()
 	return s.root.Close()
 }
