@@ -103,6 +103,12 @@ type MCP struct {
 	// are answered; requests still running then are cancelled. Default
 	// 10 s.
 	DrainGrace Duration `json:"drainGrace,omitempty"`
+	// StopGrace bounds how long `aibuddy mcp`, stopped by SIGTERM or
+	// SIGINT, waits for the calls it cancelled to return; a call still
+	// running then (stuck in a system call its cancellation cannot stop,
+	// e.g. on a hung network filesystem) is named in a warning and left
+	// behind, and the process exits. Default 10 s.
+	StopGrace Duration `json:"stopGrace,omitempty"`
 	// MaxSchemaDepth bounds the nesting of one MCP tool's input schema, in
 	// levels of JSON objects and arrays (the top-level object is level 1;
 	// each property level of a schema adds two). A deeper schema is
@@ -604,6 +610,7 @@ func (c *Config) validate() error {
 		"limits.resultMaxChars":   int64(l.ResultMaxChars),
 		"discovery.searchResults": int64(c.Discovery.SearchResults), "discovery.searchMax": int64(c.Discovery.SearchMax),
 		"dataRetention": int64(c.DataRetention), "mcp.initTimeout": int64(c.MCP.InitTimeout), "mcp.callTimeout": int64(c.MCP.CallTimeout), "mcp.startupWait": int64(c.MCP.StartupWait), "mcp.maxFrameBytes": c.MCP.MaxFrameBytes, "mcp.drainGrace": int64(c.MCP.DrainGrace),
+		"mcp.stopGrace":              int64(c.MCP.StopGrace),
 		"compaction.thresholdTokens": int64(c.Compaction.ThresholdTokens), "compaction.targetTokens": int64(c.Compaction.TargetTokens),
 		"compaction.workers": int64(c.Compaction.Workers), "compaction.viewMaxChars": int64(c.Compaction.ViewMaxChars),
 		"compaction.viewMaxTokens": int64(c.Compaction.ViewMaxTokens), "compaction.viewMaxJSONBytes": c.Compaction.ViewMaxJSONBytes,

@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -80,8 +82,12 @@ makes (256 random bits) and keeps in the data folder's http-token file (mode
 			gw := &gateways{r: r, opts: opts, life: ctx}
 			// On SIGTERM/SIGINT (ctx done) every call in flight is
 			// cancelled (execute stops its process group) and waited for,
-			// so no command outlives aibuddy mcp.
-			defer gw.inflight.Wait()
+			// so no command outlives aibuddy mcp; but a call that has not
+			// returned mcp.stopGrace later is stuck in a system call its
+			// cancellation cannot stop (a hung network filesystem), and
+			// is left behind with a warning (issue 11).
+			abandon := afterStop(ctx, r.cfg.MCP.StopGrace.D())
+			defer gw.waitInflight(abandon, r.logger)
 			if r.mcp != nil {
 				cancel := r.mcp.Subscribe(gw.refresh)
 				defer cancel()
@@ -93,7 +99,7 @@ makes (256 random bits) and keeps in the data folder's http-token file (mode
 				srv := gw.add().Server()
 				tr := guardedStdio(cmd.InOrStdin(), cmd.OutOrStdout(), stdioOptions{MaxFrame: int(r.cfg.MCP.MaxFrameBytes),
 					Grace: r.cfg.MCP.DrainGrace.D(), Logger: r.logger})
-				if err := serveStdio(ctx, srv, tr); err != nil {
+				if err := serveStdio(ctx, abandon, srv, tr); err != nil {
 					return &exitError{code: ExitFailure, err: fmt.Errorf("mcp over stdio: %w", err)}
 				}
 				return nil
@@ -111,8 +117,8 @@ makes (256 random bits) and keeps in the data folder's http-token file (mode
 // host's SIGTERM or a user's Ctrl-C is the normal end of `aibuddy mcp`,
 // not a failure. It returns when the session ends (nil at the end of
 // input) or ctx is done (nil, after the session closed: calls in flight
-// are cancelled and waited for).
-func serveStdio(ctx context.Context, srv *mcp.Server, tr mcp.Transport) error {
+// are cancelled and waited for, until abandon is closed).
+func serveStdio(ctx context.Context, abandon <-chan struct{}, srv *mcp.Server, tr mcp.Transport) error {
 	ss, err := srv.Connect(ctx, tr, nil)
 	if err != nil {
 		return err
@@ -121,11 +127,57 @@ func serveStdio(ctx context.Context, srv *mcp.Server, tr mcp.Transport) error {
 	go func() { done <- ss.Wait() }()
 	select {
 	case <-ctx.Done():
-		_ = ss.Close()
-		<-done
+		closed := make(chan struct{})
+		go func() {
+			_ = ss.Close() // waits for the handlers in flight
+			<-done
+			close(closed)
+		}()
+		select {
+		case <-closed:
+		case <-abandon:
+		}
 		return nil
 	case err := <-done:
 		return err
+	}
+}
+
+// DefaultStopGrace is mcp.stopGrace when unset.
+const DefaultStopGrace = 10 * time.Second
+
+// afterStop returns a channel closed grace (default DefaultStopGrace)
+// after ctx is done; never while it is not.
+func afterStop(ctx context.Context, grace time.Duration) <-chan struct{} {
+	if grace <= 0 {
+		grace = DefaultStopGrace
+	}
+	ch := make(chan struct{})
+	context.AfterFunc(ctx, func() { time.AfterFunc(grace, func() { close(ch) }) })
+	return ch
+}
+
+// waitInflight waits for the calls in flight, until abandon is closed;
+// then it warns about those still running (stuck where their cancellation
+// cannot reach) and returns without them.
+func (g *gateways) waitInflight(abandon <-chan struct{}, logger *slog.Logger) {
+	done := make(chan struct{})
+	go func() {
+		g.inflight.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-abandon:
+		g.runMu.Lock()
+		var names []string
+		for c := range g.running {
+			names = append(names, c.Name+" "+c.ID)
+		}
+		g.runMu.Unlock()
+		sort.Strings(names)
+		logger.Warn("calls still running after the stop and mcp.stopGrace (stuck in a system call their cancellation cannot stop, e.g. on a hung filesystem); exiting without them",
+			"calls", names)
 	}
 }
 
@@ -143,6 +195,8 @@ type gateways struct {
 	watching sync.WaitGroup              // HTTP sessions being watched for their end
 	closing  bool                        // aibuddy is stopping: a new session is closed at once
 	onDrop   func(gw *mcpserver.Gateway) // when set, told of each gateway dropped (tests)
+	runMu    sync.Mutex
+	running  map[*tool.Call]bool // calls in flight, for the warning of waitInflight; guarded by runMu
 }
 
 // add resolves a fresh run (fresh per-run tool state) and serves it.
@@ -159,12 +213,15 @@ func (g *gateways) add() *mcpserver.Gateway {
 	if life == nil {
 		life = context.Background()
 	}
-	// Around the whole pipeline: every call is counted in flight and
-	// cancelled when the command stops.
+	// Around the whole pipeline: every call is counted in flight (and
+	// named in the warning of waitInflight) and cancelled when the
+	// command stops.
 	opts.Wrap = func(next pipeline.Handler) pipeline.Handler {
 		return func(ctx context.Context, call *tool.Call) *tool.Result {
 			g.inflight.Add(1)
 			defer g.inflight.Done()
+			g.track(call, true)
+			defer g.track(call, false)
 			ctx, cancel := context.WithCancel(ctx)
 			defer cancel()
 			defer context.AfterFunc(life, cancel)()
@@ -174,6 +231,20 @@ func (g *gateways) add() *mcpserver.Gateway {
 	gw := mcpserver.NewGateway(g.r.set, &opts)
 	g.all = append(g.all, gw)
 	return gw
+}
+
+// track records call as running (or no longer).
+func (g *gateways) track(call *tool.Call, running bool) {
+	g.runMu.Lock()
+	defer g.runMu.Unlock()
+	if running {
+		if g.running == nil {
+			g.running = map[*tool.Call]bool{}
+		}
+		g.running[call] = true
+		return
+	}
+	delete(g.running, call)
 }
 
 // refresh re-resolves the tool set after an upstream change and updates

@@ -2,8 +2,6 @@ package localsandbox
 
 import (
 	"context"
-	"errors"
-	"io/fs"
 	"os"
 	"path"
 	"regexp"
@@ -59,36 +57,53 @@ func staleTemp(name string) bool {
 	return !processAlive(pid)
 }
 
-// sweepTemps walks the workspace (not .git) and removes the stale
+// sweepTemps walks the workspace (not .git, not another filesystem
+// mounted in it, not below Options.MaxPathDepth) and removes the stale
 // temporary files (see the top of this file). It returns their paths,
 // relative to the root, and stops early with ctx's error.
+//
+// Folders are read with the search walk's dirHandle (getdents64 on linux:
+// entry types without an lstat of each entry, so a mount point is never
+// asked for its attributes: a hung network mount would stall the sweep in
+// that system call for ever) and reopened by their real path without
+// following any link (openDirBeneath); only a file with a temporary name
+// is lstat'ed, and it is removed relative to its folder's descriptor.
 func (s *Sandbox) sweepTemps(ctx context.Context) ([]string, error) {
 	var removed []string
-	err := fs.WalkDir(s.root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
-		if cerr := ctx.Err(); cerr != nil {
-			return cerr
+	var buf []byte
+	queue := []string{"."}
+	for len(queue) > 0 {
+		if err := ctx.Err(); err != nil {
+			return removed, err
 		}
+		rel := queue[len(queue)-1]
+		queue = queue[:len(queue)-1]
+		f, err := s.openDirBeneath(rel)
 		if err != nil {
-			return nil // unreadable: nothing of ours can be removed there
+			continue // gone or replaced since it was listed: nothing of ours there
 		}
-		if d.IsDir() {
-			if d.Name() == ".git" {
-				return fs.SkipDir
+		dir := sweepHandle(s, f, rel)
+		if dir == nil {
+			continue
+		}
+		ents, _ := dir.readDir(&buf)
+		for _, e := range ents {
+			child := joinDisplay(rel, e.name)
+			switch {
+			case e.typ.IsDir():
+				if e.name == ".git" || len(splitRel(child)) >= s.maxPathDepth() || !s.sameMount(child) {
+					continue
+				}
+				queue = append(queue, child)
+			case e.typ.IsRegular() && staleTemp(e.name):
+				if _, _, ok := dir.lstat(e); ok && dir.remove(e.name) == nil {
+					removed = append(removed, child)
+				}
 			}
-			return nil
 		}
-		if !d.Type().IsRegular() || !staleTemp(d.Name()) {
-			return nil
-		}
-		if fi, err := s.root.Lstat(p); err != nil || !fi.Mode().IsRegular() {
-			return nil
-		}
-		if err := s.root.Remove(p); err == nil || errors.Is(err, fs.ErrNotExist) {
-			removed = append(removed, p)
-		}
-		return nil
-	})
-	return removed, err
+		dir.close()
+	}
+	return removed, nil
 }
 
 // startTempSweep runs sweepTemps in the background until it ends or Close

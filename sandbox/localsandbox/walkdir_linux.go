@@ -215,3 +215,12 @@ const (
 	oPath             = 0x200000 // O_PATH
 	atSymlinkNofollow = 0x100    // AT_SYMLINK_NOFOLLOW
 )
+
+// sweepHandle makes f, the directory rel opened by openDirBeneath, a
+// handle for the temporary file sweep.
+func sweepHandle(_ *Sandbox, f *os.File, _ string) *dirHandle {
+	return &dirHandle{fd: int(f.Fd()), file: f}
+}
+
+// remove unlinks name, a file entry of d.
+func (d *dirHandle) remove(name string) error { return syscall.Unlinkat(d.fd, name) }

@@ -74,3 +74,17 @@ func (d *dirHandle) lstat(e dirEnt) (mod time.Time, size int64, ok bool) {
 
 // openFile opens name, an entry of d, through d's root.
 func (d *dirHandle) openFile(name string) (*os.File, error) { return d.root.Open(name) }
+
+// sweepHandle makes the directory rel a root handle for the temporary
+// file sweep (f, which openDirBeneath opened, is closed).
+func sweepHandle(s *Sandbox, f *os.File, rel string) *dirHandle {
+	f.Close()
+	r, err := s.root.OpenRoot(rel)
+	if err != nil {
+		return nil
+	}
+	return &dirHandle{root: r}
+}
+
+// remove removes name, a file entry of d.
+func (d *dirHandle) remove(name string) error { return d.root.Remove(name) }
