@@ -24,6 +24,11 @@ type PathPattern struct {
 	Glob string
 	// Text is the pattern as written, for messages.
 	Text string
+	// any is set when Glob is "**/X" with X a single component without
+	// "**": the pattern then holds for a path one of whose components
+	// matches X, which Match tests per component (a walk calls Match for
+	// every entry it meets).
+	any *componentGlob
 }
 
 // Match reports whether the absolute, cleaned path abs is matched.
@@ -34,6 +39,18 @@ func (p PathPattern) Match(abs string) bool {
 	}
 	if rel == "" {
 		return p.Glob == "**"
+	}
+	if p.any != nil {
+		for c := rel; ; {
+			i := strings.IndexByte(c, '/')
+			if i < 0 {
+				return p.any.match(c)
+			}
+			if p.any.match(c[:i]) {
+				return true
+			}
+			c = c[i+1:]
+		}
 	}
 	// The path itself or any ancestor below Base.
 	for {
@@ -131,7 +148,48 @@ func finishPattern(base, p string, anchored bool, text string) (PathPattern, err
 	if !doublestar.ValidatePattern(p) {
 		return PathPattern{}, fmt.Errorf("pattern %q is not a valid glob", text)
 	}
-	return PathPattern{Base: path.Clean(filepath.ToSlash(base)), Glob: p, Text: text}, nil
+	pp := PathPattern{Base: path.Clean(filepath.ToSlash(base)), Glob: p, Text: text}
+	if x, ok := strings.CutPrefix(p, "**/"); ok && !strings.Contains(x, "/") && !strings.Contains(x, "**") {
+		pp.any = newComponentGlob(x)
+	}
+	return pp, nil
+}
+
+// componentGlob is a doublestar pattern for one path component, with the
+// usual shapes of a denied name compared directly: '=' a plain name, '*'
+// "*LIT", '^' "LIT*" (LIT without metacharacters), 0 anything else
+// (doublestar.Match).
+type componentGlob struct {
+	pat   string
+	shape byte
+	lit   string
+}
+
+func newComponentGlob(pat string) *componentGlob {
+	meta := func(s string) bool { return strings.ContainsAny(s, `*?[]{}\`) }
+	switch {
+	case !meta(pat):
+		return &componentGlob{pat: pat, shape: '=', lit: pat}
+	case len(pat) > 1 && pat[0] == '*' && !meta(pat[1:]):
+		return &componentGlob{pat: pat, shape: '*', lit: pat[1:]}
+	case len(pat) > 1 && pat[len(pat)-1] == '*' && !meta(pat[:len(pat)-1]):
+		return &componentGlob{pat: pat, shape: '^', lit: pat[:len(pat)-1]}
+	}
+	return &componentGlob{pat: pat}
+}
+
+// match is doublestar.Match(g.pat, c) for one component c.
+func (g *componentGlob) match(c string) bool {
+	switch g.shape {
+	case '=':
+		return c == g.lit
+	case '*':
+		return strings.HasSuffix(c, g.lit)
+	case '^':
+		return strings.HasPrefix(c, g.lit)
+	}
+	ok, _ := doublestar.Match(g.pat, c)
+	return ok
 }
 
 // PathRules is a compiled list of path patterns with the workspace that
