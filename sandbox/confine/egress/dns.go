@@ -41,49 +41,28 @@ func (p *Proxy) ServeDNS(pc net.PacketConn) {
 // ServeDNSTCP answers DNS over TCP on l (length-prefixed messages), as
 // ServeDNS does over UDP.
 func (p *Proxy) ServeDNSTCP(l net.Listener) {
-	if !p.track(l, nil) {
-		_ = l.Close()
-		return
-	}
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
+	p.serve(l, func(c net.Conn) {
 		for {
-			c, err := l.Accept()
-			if err != nil {
+			_ = c.SetReadDeadline(time.Now().Add(p.opts.HeaderTimeout))
+			var l [2]byte
+			if _, err := io.ReadFull(c, l[:]); err != nil {
 				return
 			}
-			if !p.trackConn(c) {
-				_ = c.Close()
+			msg := make([]byte, binary.BigEndian.Uint16(l[:]))
+			if _, err := io.ReadFull(c, msg); err != nil {
 				return
 			}
-			p.wg.Add(1)
-			go func() {
-				defer p.wg.Done()
-				defer p.untrackConn(c)
-				for {
-					_ = c.SetReadDeadline(time.Now().Add(p.opts.HeaderTimeout))
-					var l [2]byte
-					if _, err := io.ReadFull(c, l[:]); err != nil {
-						return
-					}
-					msg := make([]byte, binary.BigEndian.Uint16(l[:]))
-					if _, err := io.ReadFull(c, msg); err != nil {
-						return
-					}
-					out := p.answer(msg)
-					if out == nil || len(out) > maxDNSMessage {
-						return
-					}
-					var ol [2]byte
-					binary.BigEndian.PutUint16(ol[:], uint16(len(out)))
-					if _, err := c.Write(append(ol[:], out...)); err != nil {
-						return
-					}
-				}
-			}()
+			out := p.answer(msg)
+			if out == nil || len(out) > maxDNSMessage {
+				return
+			}
+			var ol [2]byte
+			binary.BigEndian.PutUint16(ol[:], uint16(len(out)))
+			if _, err := c.Write(append(ol[:], out...)); err != nil {
+				return
+			}
 		}
-	}()
+	})
 }
 
 // answer builds the response to one query message; nil drops it.

@@ -99,7 +99,11 @@ func New(allow *Allowlist, o *Options) *Proxy {
 // header names another host is refused (BH-082), and so is an origin-form
 // request (the proxy is not a server). It returns at once; serving runs in
 // the background.
-func (p *Proxy) ServeHTTP(l net.Listener) {
+func (p *Proxy) ServeHTTP(l net.Listener) { p.serve(l, p.handle) }
+
+// serve accepts on l in the background and runs handle for each
+// connection, every listener and connection tracked so Close ends them.
+func (p *Proxy) serve(l net.Listener, handle func(net.Conn)) {
 	if !p.track(l, nil) {
 		_ = l.Close()
 		return
@@ -120,7 +124,7 @@ func (p *Proxy) ServeHTTP(l net.Listener) {
 			go func() {
 				defer p.wg.Done()
 				defer p.untrackConn(c)
-				p.handle(c)
+				handle(c)
 			}()
 		}
 	}()
