@@ -10,7 +10,7 @@ func TestComponentGlobMatchesDoublestar(t *testing.T) {
 	paths := []string{".env", ".env.local", "a/.env", "a/.env.x/y", "key.pem", "a/b/key.pem", "x.pem.bak", ".pem",
 		"secrets", "secrets/x", "a/secrets/x", "id_rsa", "id_rsa.pub", "ab", "a", "b", "cab", "a/b", "xay", "xby",
 		"*.txt", "a.txt", "dir/x.go", "x.go", "ä.pem", "日本/.env", "a.key/b", "bc", "ac/d", "dc"}
-	pc := pathContext{workspace: "/ws", settingsDir: "/ws", home: "/home/u"}
+	pc := pathContext{workspace: "/ws", settingsDir: "/ws", home: "/h"}
 	for _, pat := range pats {
 		fast, err := newLegacyPattern(pat, pc)
 		if err != nil {
