@@ -205,7 +205,14 @@ func TestMCPHTTPTokenWithCurl(t *testing.T) {
 		t.Fatalf("notifications/initialized: %d %s", r.status, r.body)
 	}
 
-	for _, auth := range []string{"", "Bearer wrong-token", "Bearer " + token[:len(token)-1] + "0", "Basic " + token} {
+	// nearMiss differs from the token in its last hex digit only (never
+	// equal to it, whatever that digit is).
+	last := byte('0')
+	if token[len(token)-1] == '0' {
+		last = '1'
+	}
+	nearMiss := token[:len(token)-1] + string(last)
+	for _, auth := range []string{"", "Bearer wrong-token", "Bearer " + nearMiss, "Basic " + token} {
 		for _, sid := range []string{"", session} {
 			for _, method := range []string{"POST", "GET", "DELETE"} {
 				args := []string{"-X", method, srv.url, "-H", "Accept: application/json, text/event-stream"}
