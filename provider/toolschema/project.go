@@ -95,6 +95,12 @@ func liftRoot(root map[string]any, notes *[]Note) {
 				What: "removed a top-level allOf branch (not accepted at the top level); described in the description: " + d})
 		}
 	}
+	for _, k := range []string{"anyOf", "oneOf"} {
+		if list, ok := root[k].([]any); ok {
+			delete(root, k)
+			prose = append(prose, flattenRoot(root, k, list, notes))
+		}
+	}
 	for _, k := range []string{"anyOf", "oneOf", "not"} {
 		if x, ok := root[k]; ok {
 			delete(root, k)
@@ -181,28 +187,50 @@ func mergeObjectBranch(root, b map[string]any) bool {
 
 // ForOpenAIStrict projects schema for an OpenAI function tool with
 // "strict": true, following "Supported schemas" in
-// https://platform.openai.com/docs/guides/structured-outputs#supported-schemas:
-//   - every object has "additionalProperties": false and lists all its
+// https://platform.openai.com/docs/guides/structured-outputs#supported-schemas,
+// with the default [StrictOptions]; see [ForOpenAIStrictWith].
+func ForOpenAIStrict(schema json.RawMessage) (json.RawMessage, []Note, error) {
+	return ForOpenAIStrictWith(schema, StrictOptions{})
+}
+
+// StrictOptions tune [ForOpenAIStrictWith].
+type StrictOptions struct {
+	// NoRewrite sends strict only a schema that already is in the strict
+	// subset as given: one that needs an optional property made nullable,
+	// "additionalProperties": false added or a oneOf sent as anyOf fails
+	// with [ErrNotStrict] (case BH-093, "when rewriting is not allowed").
+	// Default false: such meaning-preserving rewrites are made.
+	NoRewrite bool
+}
+
+// ForOpenAIStrictWith projects schema for an OpenAI function tool with
+// "strict": true (Structured Outputs, "Supported schemas",
+// https://platform.openai.com/docs/guides/structured-outputs#supported-schemas),
+// only when that loses nothing (issue 14: "strict only when the schema fits
+// strict mode's subset"; case BH-093):
+//   - every object gets "additionalProperties": false and lists all its
 //     properties in required; a property that was optional takes a null
 //     type union ("type": ["string", "null"], or an added {"type":"null"}
 //     anyOf branch), so it stays optional in meaning: pass the model's
-//     arguments through [RestoreOptional] before validating them against the
-//     full schema;
-//   - the root is an object, not an anyOf (top-level combinators are lifted
-//     as in [ForAnthropic]);
-//   - oneOf becomes anyOf; keywords strict mode does not support (allOf
-//     that cannot be merged, not, if/then/else, minLength, maxLength,
-//     patternProperties, uniqueItems, min/maxProperties, default, examples,
-//     unsupported formats, ...) are removed and described in the node's
-//     description (Lossy notes);
+//     arguments through [RestoreOptional] before validating them against
+//     the full schema;
+//   - a oneOf whose branches are disjoint (distinct JSON types, or
+//     distinct consts) is sent as anyOf;
+//   - default and examples move into the description (annotations);
 //   - $defs with $ref (recursion included) are supported and kept.
 //
-// It fails with an error wrapping [ErrNotStrict] when strict mode cannot
-// carry the schema at all: a value of any type ({} or true), an open map
-// (additionalProperties a schema with no named properties), a tuple
-// (prefixItems or array-form items). The caller then sends [ForOpenAI] with
-// "strict": false.
-func ForOpenAIStrict(schema json.RawMessage) (json.RawMessage, []Note, error) {
+// It fails with an error wrapping [ErrNotStrict], whose text is the reason
+// to log and record, whenever strict mode cannot carry the schema as it
+// means: a keyword strict mode does not support (not, if/then/else,
+// minLength, maxLength, uniqueItems, patternProperties, min/maxProperties,
+// a format outside date-time, time, date, duration, email, hostname, ipv4,
+// ipv6, uuid, ...), a oneOf of overlapping branches, an allOf that cannot
+// be merged, a top-level combinator, a value of any type ({} or true), an
+// object of any shape, an open map, a tuple (prefixItems or array-form
+// items); with opts.NoRewrite also any rewrite (Note.Rewrite). The caller
+// then sends [ForOpenAI] with "strict": false and validates the arguments
+// against the full schema at dispatch, as for every call.
+func ForOpenAIStrictWith(schema json.RawMessage, opts StrictOptions) (json.RawMessage, []Note, error) {
 	root, notes, err := prepare(schema)
 	if err != nil {
 		return nil, nil, err
@@ -216,12 +244,20 @@ func ForOpenAIStrict(schema json.RawMessage) (json.RawMessage, []Note, error) {
 	}
 	rm := out.(map[string]any)
 	if defs, ok := rm["$defs"].(map[string]any); ok {
-		for name, d := range defs {
-			sd, err := strictify(d, "/$defs/"+escape(name), &notes)
+		for _, name := range sortedKeys(defs) {
+			sd, err := strictify(defs[name], "/$defs/"+escape(name), &notes)
 			if err != nil {
 				return nil, nil, err
 			}
 			defs[name] = sd
+		}
+	}
+	for _, n := range notes {
+		if n.Lossy {
+			return nil, nil, fmt.Errorf("%w: %s", ErrNotStrict, n)
+		}
+		if n.Rewrite && opts.NoRewrite {
+			return nil, nil, fmt.Errorf("%w: would need a rewrite, which settings do not allow: %s", ErrNotStrict, n)
 		}
 	}
 	return finish(rm, notes)
@@ -233,7 +269,7 @@ var strictDrop = []string{
 	"not", "if", "then", "else", "dependentRequired", "dependentSchemas", "dependencies",
 	"patternProperties", "unevaluatedProperties", "unevaluatedItems", "propertyNames",
 	"minProperties", "maxProperties", "contains", "minContains", "maxContains",
-	"uniqueItems", "minLength", "maxLength", "default", "examples",
+	"uniqueItems", "minLength", "maxLength",
 	"contentMediaType", "contentEncoding", "contentSchema",
 }
 
@@ -284,9 +320,24 @@ func strictify(v any, path string, notes *[]Note) (any, error) {
 			*notes = append(*notes, Note{Path: fmt.Sprintf("%s/allOf/%d", path, i), Lossy: true, What: "removed an allOf branch strict mode cannot express; described: " + d})
 		}
 	}
+	var words []string
+	for _, k := range []string{"default", "examples"} {
+		if x, ok := out[k]; ok {
+			delete(out, k)
+			if k == "default" {
+				words = append(words, "default "+scalar(x))
+			} else {
+				words = append(words, "e.g. "+list(x))
+			}
+			*notes = append(*notes, Note{Path: path + "/" + k, What: k + " moved into the description (not supported in strict mode)"})
+		}
+	}
 	if x, ok := out["oneOf"]; ok {
 		delete(out, "oneOf")
-		if _, has := out["anyOf"]; has {
+		if _, has := out["anyOf"]; !has && disjoint(listOf(x)) {
+			out["anyOf"] = x
+			*notes = append(*notes, Note{Path: path + "/oneOf", Rewrite: true, What: "oneOf sent as anyOf (its branches are disjoint, so the meaning is the same)"})
+		} else if _, has := out["anyOf"]; has {
 			d := describe(map[string]any{"oneOf": x}, "")
 			prose = append(prose, d)
 			*notes = append(*notes, Note{Path: path + "/oneOf", Lossy: true, What: "removed oneOf beside anyOf; described: " + d})
@@ -358,7 +409,52 @@ func strictify(v any, path string, notes *[]Note) (any, error) {
 	if len(prose) > 0 {
 		appendDescription(out, "Also: "+strings.Join(prose, "; ")+".")
 	}
+	if len(words) > 0 {
+		appendDescription(out, capitalize(strings.Join(words, "; "))+".")
+	}
 	return out, nil
+}
+
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// disjoint reports branches no value can match twice: each has one JSON
+// type and no two share it (integer and number overlap), or each has a
+// const and no two are equal.
+func disjoint(branches []any) bool {
+	if len(branches) < 2 {
+		return true
+	}
+	types := map[string]bool{}
+	byType := true
+	var consts []any
+	byConst := true
+	for _, b := range branches {
+		m, ok := b.(map[string]any)
+		if !ok {
+			return false
+		}
+		t, ok := m["type"].(string)
+		if !ok || types[t] || (t == "integer" && types["number"]) || (t == "number" && types["integer"]) {
+			byType = false
+		}
+		types[t] = true
+		c, ok := m["const"]
+		if !ok {
+			byConst = false
+		}
+		for _, o := range consts {
+			if jsonEqual(o, c) {
+				byConst = false
+			}
+		}
+		consts = append(consts, c)
+	}
+	return byType || byConst
 }
 
 func isObject(m map[string]any) bool {
@@ -391,6 +487,9 @@ func strictObject(out map[string]any, path string, notes *[]Note) error {
 	if _, ok := out["type"]; !ok {
 		out["type"] = "object"
 	}
+	if _, had := out["additionalProperties"]; !had {
+		*notes = append(*notes, Note{Path: path, Rewrite: true, What: `added "additionalProperties": false (strict mode)`})
+	}
 	out["additionalProperties"] = false
 	required := map[string]bool{}
 	for _, r := range strs(out["required"]) {
@@ -412,7 +511,7 @@ func strictObject(out map[string]any, path string, notes *[]Note) error {
 		np[name] = sp
 	}
 	if len(optional) > 0 {
-		*notes = append(*notes, Note{Path: path + "/required", What: "optional " + strings.Join(optional, ", ") + " listed as required with a null type union (strict mode); null means absent"})
+		*notes = append(*notes, Note{Path: path + "/required", Rewrite: true, What: "optional " + strings.Join(optional, ", ") + " listed as required with a null type union (strict mode); null means absent"})
 	}
 	out["properties"] = np
 	req := make([]any, len(names))

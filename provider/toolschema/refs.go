@@ -22,6 +22,11 @@ type inliner struct {
 	budget    int
 	inlined   int
 	kept      int
+	// cut > 0: no $defs in the output; a recursive reference is expanded
+	// until it is nested cut times inside itself, then replaced by a
+	// described stub (Gemini, which resolves no $ref).
+	cut  int
+	cuts map[string]int // ref -> stubs emitted
 }
 
 // inlineRefs returns doc with every non-recursive local $ref replaced by a
@@ -30,9 +35,16 @@ type inliner struct {
 // definitions it needs under the root $defs. Source $defs/definitions are
 // dropped everywhere once their references are resolved.
 func inlineRefs(doc map[string]any, notes *[]Note) (map[string]any, error) {
+	return inlineRefsCut(doc, 0, notes)
+}
+
+// inlineRefsCut is inlineRefs; with cut > 0 every reference is expanded,
+// a recursive one until it is nested cut times inside itself, and the
+// output has no $ref and no $defs (each cut is a Lossy note).
+func inlineRefsCut(doc map[string]any, cut int, notes *[]Note) (map[string]any, error) {
 	in := &inliner{
 		doc: doc, recursive: map[string]bool{}, names: map[string]string{},
-		defs: map[string]any{}, budget: maxInlined,
+		defs: map[string]any{}, budget: maxInlined, cut: cut, cuts: map[string]int{},
 	}
 	for _, r := range refsIn(doc) {
 		if _, ok := resolve(doc, r); !ok {
@@ -47,6 +59,9 @@ func inlineRefs(doc map[string]any, notes *[]Note) (map[string]any, error) {
 	root := out.(map[string]any)
 	if len(in.defs) > 0 {
 		root["$defs"] = in.defs
+	}
+	for _, r := range sortedKeys(in.cuts) {
+		*notes = append(*notes, Note{Lossy: true, What: fmt.Sprintf("recursive $ref %q cut off at nesting depth %d (%d place(s)); described there", r, in.cut, in.cuts[r])})
 	}
 	switch {
 	case in.inlined > 0 && in.kept > 0:
@@ -75,6 +90,9 @@ func (in *inliner) node(v any, path string) (any, error) {
 		return out, err
 	}
 	delete(out, "$ref")
+	if in.cut > 0 {
+		return in.expandOrCut(ref, out, path)
+	}
 	if ref == "#" {
 		// The root itself: it is the root of the output too.
 		out["$ref"] = "#"
@@ -106,6 +124,58 @@ func (in *inliner) node(v any, path string) (any, error) {
 		return merged, nil
 	}
 	// Siblings that constrain differently from the target: both must hold.
+	return map[string]any{"allOf": []any{em, out}}, nil
+}
+
+// expandOrCut inlines ref's target in place (siblings in out), or, when
+// ref is already nested in.cut times on the stack or the budget is spent,
+// puts a stub there that says what was cut.
+func (in *inliner) expandOrCut(ref string, out map[string]any, path string) (any, error) {
+	depth := 0
+	for _, r := range in.stack {
+		if r == ref {
+			depth++
+		}
+	}
+	if depth >= in.cut || in.budget <= 0 {
+		in.cuts[ref]++
+		name := strings.TrimPrefix(ref, "#")
+		if i := strings.LastIndex(name, "/"); i >= 0 {
+			name = name[i+1:]
+		}
+		if name == "" {
+			name = "the whole input"
+		}
+		stub := map[string]any{}
+		for k, v := range out {
+			if annotations[k] {
+				stub[k] = v
+			}
+		}
+		appendDescription(stub, fmt.Sprintf("Same shape as %s (nested deeper than %d levels; not spelled out here).", name, in.cut))
+		return stub, nil
+	}
+	target, _ := resolve(in.doc, ref)
+	in.stack = append(in.stack, ref)
+	expanded, err := in.node(target, path)
+	in.stack = in.stack[:len(in.stack)-1]
+	if err != nil {
+		return nil, err
+	}
+	in.inlined++
+	em, _ := asMap(expanded)
+	if _, isRoot := em["$defs"]; isRoot || ref == "#" {
+		em = copyMap(em)
+		delete(em, "$defs")
+		delete(em, "$schema")
+		delete(em, "$id")
+	}
+	if len(out) == 0 {
+		return em, nil
+	}
+	if merged, ok := merge(em, out); ok {
+		return merged, nil
+	}
 	return map[string]any{"allOf": []any{em, out}}, nil
 }
 

@@ -26,6 +26,11 @@ type Note struct {
 	// Meaning-preserving rewrites (an inlined $ref, a collapsed one-branch
 	// anyOf) are false.
 	Lossy bool
+	// Rewrite is true when a meaning-preserving change alters the shape the
+	// model sends (an optional property made required and nullable, an
+	// added "additionalProperties": false, a oneOf of disjoint branches
+	// sent as anyOf); [StrictOptions.NoRewrite] refuses strict mode then.
+	Rewrite bool
 }
 
 // String renders a note as "path: what" ("(root)" for the root).

@@ -74,6 +74,9 @@ var projections = []projection{
 	{"ForAnthropic", toolschema.ForAnthropic},
 	{"ForOpenAI", toolschema.ForOpenAI},
 	{"ForOpenAIStrict", toolschema.ForOpenAIStrict},
+	{"ForGemini", func(raw json.RawMessage) (json.RawMessage, []toolschema.Note, error) {
+		return toolschema.ForGemini(raw, toolschema.GeminiOptions{})
+	}},
 }
 
 // TestProjectionsKeepRefsResolvableAndCompile is the BH-035 property: for
@@ -242,25 +245,40 @@ func TestStrictRejectsWhatItCannotCarry(t *testing.T) {
 	}
 }
 
-func TestStrictDescribesDroppedKeywords(t *testing.T) {
-	in := `{"type":"object","properties":{"s":{"type":"string","minLength":3,"format":"uri"},"v":{"oneOf":[{"type":"string"},{"type":"integer"}]}},"required":["s","v"]}`
+// TestStrictOnlyWhenNothingIsLost: a keyword strict mode does not support
+// (format uri, minLength) makes the tool non-strict with the reason; a
+// oneOf of disjoint types is sent as anyOf and stays strict.
+func TestStrictOnlyWhenNothingIsLost(t *testing.T) {
+	in := `{"type":"object","properties":{"s":{"type":"string","minLength":3,"format":"uri"}},"required":["s"]}`
+	_, _, err := toolschema.ForOpenAIStrict(json.RawMessage(in))
+	if !errors.Is(err, toolschema.ErrNotStrict) || !strings.Contains(err.Error(), "format uri") {
+		t.Errorf("err = %v, want ErrNotStrict naming format uri", err)
+	}
+	in = `{"type":"object","properties":{"v":{"oneOf":[{"type":"string"},{"type":"integer"}]}},"required":["v"]}`
 	out, notes, err := toolschema.ForOpenAIStrict(json.RawMessage(in))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"additionalProperties":false,"properties":{"s":{"description":"Also: in uri format; length of value ≥ 3.","type":"string"},"v":{"anyOf":[{"type":"string"},{"type":"integer"}],"description":"Also: exactly one of the alternatives applies."}},"required":["s","v"],"type":"object"}`
+	want := `{"additionalProperties":false,"properties":{"v":{"anyOf":[{"type":"string"},{"type":"integer"}]}},"required":["v"],"type":"object"}`
 	if string(out) != want {
 		t.Errorf("got  %s\nwant %s", out, want)
 	}
-	lossy := 0
+	if !hasRewrite(notes, "/properties/v/oneOf") {
+		t.Errorf("no rewrite note for oneOf: %v", notes)
+	}
+	in = `{"type":"object","properties":{"v":{"oneOf":[{"type":"number"},{"type":"integer"}]}},"required":["v"]}`
+	if _, _, err := toolschema.ForOpenAIStrict(json.RawMessage(in)); !errors.Is(err, toolschema.ErrNotStrict) {
+		t.Errorf("overlapping oneOf: err = %v, want ErrNotStrict", err)
+	}
+}
+
+func hasRewrite(notes []toolschema.Note, path string) bool {
 	for _, n := range notes {
-		if n.Lossy {
-			lossy++
+		if n.Path == path && n.Rewrite && !n.Lossy {
+			return true
 		}
 	}
-	if lossy != 3 {
-		t.Errorf("lossy notes = %d, want 3: %v", lossy, notes)
-	}
+	return false
 }
 
 func TestRootCombinators(t *testing.T) {
@@ -272,7 +290,7 @@ func TestRootCombinators(t *testing.T) {
 		t.Errorf("merge: got %s", out)
 	}
 	out, _, _ = toolschema.ForAnthropic(json.RawMessage(corpus["root anyOf"]))
-	if !strings.Contains(string(out), `at least one of: (a is required) or (b is required)`) {
+	if !strings.Contains(string(out), `at least one of these forms: (a is required) or (b is required)`) {
 		t.Errorf("anyOf prose: %s", out)
 	}
 	out, _, _ = toolschema.ForAnthropic(json.RawMessage(corpus["root if"]))
