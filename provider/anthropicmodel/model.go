@@ -72,10 +72,19 @@ type Model struct {
 	log       *slog.Logger
 
 	mu      sync.Mutex
-	schemas map[string]json.RawMessage // full schema -> projection
+	schemas map[string]projection // name + "\x00" + full schema -> projection
 }
 
-var _ provider.Model = (*Model)(nil)
+// projection is one tool's input_schema as sent and the decision behind it.
+type projection struct {
+	schema   json.RawMessage
+	decision provider.SchemaDecision
+}
+
+var (
+	_ provider.Model           = (*Model)(nil)
+	_ provider.SchemaExplainer = (*Model)(nil)
+)
 
 // New returns a Model for opts (nil-safe zero values; see Options).
 func New(opts Options) *Model {
@@ -118,7 +127,7 @@ func New(opts Options) *Model {
 		maxTokens: opts.MaxTokens,
 		strategy:  opts.Strategy,
 		log:       opts.Logger,
-		schemas:   map[string]json.RawMessage{},
+		schemas:   map[string]projection{},
 	}
 }
 
@@ -260,32 +269,55 @@ func (m *Model) tools(ts []provider.Tool) ([]anthropic.ToolUnionParam, error) {
 // project returns the Anthropic projection of t's schema, computed once per
 // distinct schema; lossy notes are logged at Warn the first time.
 func (m *Model) project(t provider.Tool) (json.RawMessage, error) {
+	pr := m.projection(t)
+	return pr.schema, pr.decision.Err
+}
+
+func (m *Model) projection(t provider.Tool) projection {
 	raw := t.InputSchema
 	if len(raw) == 0 {
 		raw = json.RawMessage(`{"type":"object"}`)
 	}
 	key := t.Name + "\x00" + string(raw)
 	m.mu.Lock()
-	s, ok := m.schemas[key]
+	pr, ok := m.schemas[key]
 	m.mu.Unlock()
 	if ok {
-		return s, nil
+		return pr
 	}
+	pr.decision = provider.SchemaDecision{Tool: t.Name, Dialect: "anthropic"}
 	s, notes, err := toolschema.ForAnthropic(raw)
 	if err != nil {
-		return nil, fmt.Errorf("anthropicmodel: tool %s: %w", t.Name, err)
+		pr.decision.Err = fmt.Errorf("anthropicmodel: tool %s: %w", t.Name, err)
+		return pr
 	}
+	pr.schema = s
 	for _, n := range notes {
 		if n.Lossy {
 			m.log.Warn("tool schema changed for Anthropic", "tool", t.Name, "path", n.Path, "change", n.What)
+			pr.decision.Changes = append(pr.decision.Changes, n.String())
 		} else {
 			m.log.Debug("tool schema projected for Anthropic", "tool", t.Name, "path", n.Path, "change", n.What)
 		}
 	}
 	m.mu.Lock()
-	m.schemas[key] = s
+	m.schemas[key] = pr
 	m.mu.Unlock()
-	return s, nil
+	return pr
+}
+
+// ExplainSchemas says, per tool the request would carry on this route's
+// strategy, what its input_schema projection changed
+// (provider.SchemaExplainer).
+func (m *Model) ExplainSchemas(tools []provider.Tool) []provider.SchemaDecision {
+	var out []provider.SchemaDecision
+	for _, t := range tools {
+		if t.Deferred && m.strategy != provider.Native {
+			continue
+		}
+		out = append(out, m.projection(t).decision)
+	}
+	return out
 }
 
 func toolUse(cb anthropic.ContentBlockUnion) provider.Block {

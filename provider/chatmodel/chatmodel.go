@@ -43,6 +43,16 @@ type Options struct {
 	// NoStreamUsage leaves out stream_options.include_usage, for servers
 	// that reject it. Usage is then zero.
 	NoStreamUsage bool
+	// Dialect is the schema subset tool parameters are projected into
+	// (settings key provider.schemaDialect): provider.DialectAuto (default,
+	// ""; Gemini's subset for Gemini's OpenAI-compatible endpoint, found by
+	// BaseURL), DialectOpenAI or DialectGemini.
+	Dialect provider.SchemaDialect
+	// RefDepth is, in the Gemini dialect, how many times a recursive $ref
+	// is expanded inside itself before the rest is cut off with a note
+	// (settings key provider.schemaRefDepth). 0 means
+	// toolschema.DefaultGeminiRefDepth (3).
+	RefDepth int
 }
 
 // Model is a route to a chat-completions compatible endpoint. It
@@ -56,7 +66,10 @@ type Model struct {
 	proj    *projector
 }
 
-var _ provider.Model = (*Model)(nil)
+var (
+	_ provider.Model           = (*Model)(nil)
+	_ provider.SchemaExplainer = (*Model)(nil)
+)
 
 // New returns a Model for opts.
 func New(opts Options) *Model {
@@ -87,7 +100,8 @@ func New(opts Options) *Model {
 		newID = randomID
 	}
 	return &Model{client: openai.NewClient(ropts...), model: opts.Model, maxTok: opts.MaxTokens,
-		newID: newID, noUsage: opts.NoStreamUsage, proj: &projector{log: log}}
+		newID: newID, noUsage: opts.NoStreamUsage,
+		proj: &projector{log: log, dialect: provider.ResolveDialect(opts.Dialect, base), refDepth: opts.RefDepth}}
 }
 
 func randomID() string {

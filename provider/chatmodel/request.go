@@ -65,7 +65,7 @@ type (
 	function struct {
 		Name        string          `json:"name"`
 		Description string          `json:"description,omitempty"`
-		Parameters  json.RawMessage `json:"parameters"`
+		Parameters  json.RawMessage `json:"parameters,omitempty"` // left out: no parameters (Gemini dialect)
 	}
 	message struct {
 		Role       string     `json:"role"`

@@ -50,6 +50,10 @@ type Options struct {
 	// connection errors) before the stream starts. nil means the SDK's
 	// default (2).
 	MaxRetries *int
+	// Strict says when a function tool goes "strict": true (settings key
+	// provider.openaiStrict): provider.StrictAuto (default, ""), StrictExact
+	// or StrictOff; see provider.StrictMode and case BH-093.
+	Strict provider.StrictMode
 }
 
 // Model is a route to the OpenAI Responses API (POST {BaseURL}/responses,
@@ -62,7 +66,10 @@ type Model struct {
 	proj     *projector
 }
 
-var _ provider.Model = (*Model)(nil)
+var (
+	_ provider.Model           = (*Model)(nil)
+	_ provider.SchemaExplainer = (*Model)(nil)
+)
 
 // New returns a Model for opts (nil-safe: the zero Options read the
 // environment).
@@ -95,7 +102,7 @@ func New(opts Options) *Model {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Model{client: openai.NewClient(ropts...), model: opts.Model, maxTok: opts.MaxTokens, strategy: strategy,
-		proj: &projector{log: log}}
+		proj: &projector{log: log, mode: opts.Strict}}
 }
 
 // Strategy reports how this route presents deferred tools: provider.Native

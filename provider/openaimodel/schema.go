@@ -7,14 +7,17 @@ import (
 	"log/slog"
 	"sync"
 
+	"github.com/aibuddy/aibuddy/provider"
 	"github.com/aibuddy/aibuddy/provider/toolschema"
 )
 
-// projection is one tool's parameters as sent.
+// projection is one tool's parameters as sent, and the decision behind
+// them.
 type projection struct {
-	params json.RawMessage
-	strict bool
-	err    error
+	params   json.RawMessage
+	strict   bool
+	err      error
+	decision provider.SchemaDecision
 }
 
 // projector projects tool schemas with provider/toolschema and remembers
@@ -22,18 +25,26 @@ type projection struct {
 // rewrites are logged once per tool and schema.
 type projector struct {
 	log  *slog.Logger
+	mode provider.StrictMode
 	mu   sync.Mutex
 	seen map[string]projection // name + "\x00" + schema → projection
 }
 
 // project returns the parameters for a tool's full input schema:
-// toolschema.ForOpenAIStrict with "strict": true when the schema can be
-// made strict, else toolschema.ForOpenAI with "strict": false (sent
-// explicitly: the Responses API otherwise treats function tools as strict).
-// An empty schema stands for {"type":"object","properties":{}}. An error
-// wraps toolschema.ErrSchema: the schema is not usable (tool.Define should
-// have refused it).
+// toolschema.ForOpenAIStrictWith with "strict": true when the schema fits
+// strict mode's subset without loss (and, with provider.StrictExact,
+// without rewrites), else toolschema.ForOpenAI with "strict": false (sent
+// explicitly: the Responses API otherwise treats function tools as
+// strict), the reason logged at Info and kept in the decision (case
+// BH-093). An empty schema stands for {"type":"object","properties":{}}.
+// An error wraps toolschema.ErrSchema: the schema is not usable
+// (tool.Define should have refused it).
 func (p *projector) project(name string, schema json.RawMessage) (json.RawMessage, bool, error) {
+	pr := p.projection(name, schema)
+	return pr.params, pr.strict, pr.err
+}
+
+func (p *projector) projection(name string, schema json.RawMessage) projection {
 	if len(schema) == 0 {
 		schema = emptySchema
 	}
@@ -41,33 +52,60 @@ func (p *projector) project(name string, schema json.RawMessage) (json.RawMessag
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if pr, ok := p.seen[key]; ok {
-		return pr.params, pr.strict, pr.err
+		return pr
 	}
-	var pr projection
-	out, notes, err := toolschema.ForOpenAIStrict(schema)
+	pr := projection{decision: provider.SchemaDecision{Tool: name, Dialect: "openai"}}
+	var (
+		out   json.RawMessage
+		notes []toolschema.Note
+		err   error
+	)
+	if p.mode == provider.StrictOff {
+		err = fmt.Errorf("%w: strict mode off in settings (provider.openaiStrict)", toolschema.ErrNotStrict)
+	} else {
+		out, notes, err = toolschema.ForOpenAIStrictWith(schema, toolschema.StrictOptions{NoRewrite: p.mode == provider.StrictExact})
+	}
 	switch {
 	case err == nil:
-		pr = projection{params: out, strict: true}
+		pr.params, pr.strict = out, true
+		pr.decision.Dialect, pr.decision.Strict = "openai-strict", true
 	case errors.Is(err, toolschema.ErrNotStrict):
+		pr.decision.Reason = err.Error()
 		p.log.Info("openaimodel: tool sent non-strict", "tool", name, "reason", err.Error())
 		out, notes, err = toolschema.ForOpenAI(schema)
-		pr = projection{params: out, err: err}
+		pr.params, pr.err = out, err
 	default:
-		pr = projection{err: err}
+		pr.err = err
 	}
 	if pr.err != nil {
 		pr.err = fmt.Errorf("openaimodel: tool %q: %w", name, pr.err)
+		pr.decision.Err = pr.err
 	}
 	for _, n := range notes {
 		if n.Lossy {
 			p.log.Warn("openaimodel: tool schema projected with loss", "tool", name, "note", n.String())
+			pr.decision.Changes = append(pr.decision.Changes, n.String())
 		}
 	}
 	if p.seen == nil {
 		p.seen = map[string]projection{}
 	}
 	p.seen[key] = pr
-	return pr.params, pr.strict, pr.err
+	return pr
+}
+
+// ExplainSchemas says, per tool the Responses request would carry on this
+// route's strategy (deferred tools on the native path included), whether
+// it goes strict and why not (provider.SchemaExplainer).
+func (m *Model) ExplainSchemas(tools []provider.Tool) []provider.SchemaDecision {
+	var out []provider.SchemaDecision
+	for _, t := range tools {
+		if t.Deferred && m.strategy != provider.Native {
+			continue
+		}
+		out = append(out, m.proj.projection(t.Name, t.InputSchema).decision)
+	}
+	return out
 }
 
 // restorer undoes the null union of strict schemas in a call's arguments
