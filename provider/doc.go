@@ -7,5 +7,7 @@
 // Adapters live in sub-packages named after what they adapt, never after
 // the SDKs they wrap (provider/anthropicmodel, provider/openaimodel,
 // provider/chatmodel); provider/toolschema projects input schemas into
-// what each provider accepts.
+// what each provider accepts, and every adapter reports its per-tool
+// schema decisions through [SchemaExplainer] for the effective-set
+// explanation.
 package provider

@@ -15,8 +15,11 @@
 //     come back as provider.Opaque blocks and are sent back verbatim.
 //   - provider.ActiveTools: only the tools not marked Deferred.
 //
-// Input schemas go through toolschema.ForAnthropic; lossy rewrites are
-// logged as warnings naming the tool (case BH-031).
+// Input schemas go through toolschema.ForAnthropic (a top-level
+// anyOf/oneOf flattened into visible fields, allOf/if described); lossy
+// rewrites are logged as warnings naming the tool (case BH-031) and
+// reported by ExplainSchemas (provider.SchemaExplainer). A request with no
+// active tool carries no tools field (case BH-095).
 //
 // Before sending, the transcript is made valid for the API: every tool_use
 // has exactly one tool_result in the user message right after it (missing

@@ -18,10 +18,23 @@
 //	Opaque                          dropped (it belongs to another provider)
 //
 // Tools go out as {"type":"function","function":{"name","description","parameters"}}
-// with parameters projected by provider/toolschema.ForOpenAI (local refs
-// inlined, impossible branches removed: many compatible servers resolve
-// neither). Streamed tool calls are assembled by their index from the
-// argument deltas and reported when the stream ends.
+// with parameters projected for the route's schema dialect
+// (Options.Dialect, settings key provider.schemaDialect):
+//   - provider.DialectOpenAI: provider/toolschema.ForOpenAI (local refs
+//     inlined, impossible branches removed: many compatible servers
+//     resolve neither);
+//   - provider.DialectGemini, chosen by itself for Gemini's
+//     OpenAI-compatible endpoint (host generativelanguage.googleapis.com):
+//     toolschema.ForGemini, the Gemini Schema subset (no $ref, recursion cut
+//     at Options.RefDepth, unsupported keywords converted or described;
+//     case BH-094); a function without parameters is sent without the
+//     parameters field (Gemini refuses an OBJECT without properties).
+//
+// Lossy changes are logged once per tool (Options.Logger) and reported by
+// ExplainSchemas (provider.SchemaExplainer). A request with no active tool
+// carries no tools field (case BH-095). Streamed tool calls are assembled
+// by their index from the argument deltas and reported when the stream
+// ends.
 //
 // # Pairing (cases BH-051, BH-054)
 //

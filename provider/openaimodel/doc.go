@@ -44,9 +44,14 @@
 //
 // # Schemas
 //
-// Function tool parameters are projected by provider/toolschema:
-// ForOpenAIStrict with "strict": true when the schema can be made strict,
-// else ForOpenAI with "strict": false (cases BH-034, BH-035, BH-038).
+// Function tool parameters are projected by provider/toolschema, one
+// decision per tool (case BH-093): ForOpenAIStrictWith with "strict": true
+// when the schema fits strict mode's subset without loss, else ForOpenAI
+// with "strict": false and the reason logged at Info and reported by
+// ExplainSchemas (provider.SchemaExplainer); Options.Strict (settings key
+// provider.openaiStrict: auto, exact, off) narrows when strict is used
+// (cases BH-034, BH-035, BH-038). The arguments of every call, strict or
+// not, are validated against the full schema at dispatch.
 // Arguments of a strict call have the nulls strict mode adds for optional
 // properties removed (toolschema.RestoreOptional) before they enter the
 // transcript. Lossy projections are logged once per tool (Options.Logger).
