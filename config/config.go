@@ -293,6 +293,19 @@ type Provider struct {
 	// provider.ChooseStrategy), "on" (every anthropic and openai route,
 	// e.g. a model newer than the allowlist) or "off" (never).
 	NativeToolSearch string `json:"nativeToolSearch,omitempty"`
+	// OpenAIStrict says when the "openai" route sends a function tool
+	// with "strict": true (provider.StrictMode): "auto" (default; when the
+	// schema fits strict mode's subset after meaning-preserving rewrites),
+	// "exact" (only a schema already in the subset) or "off".
+	OpenAIStrict string `json:"openaiStrict,omitempty"`
+	// SchemaDialect is the schema subset of the "openai-chat" route
+	// (provider.SchemaDialect): "auto" (default; Gemini's subset for
+	// Gemini's OpenAI-compatible endpoint), "openai" or "gemini".
+	SchemaDialect string `json:"schemaDialect,omitempty"`
+	// SchemaRefDepth is, in the Gemini dialect, how many times a
+	// recursive $ref is expanded inside itself before the rest is cut off
+	// with a note. Default 3 (toolschema.DefaultGeminiRefDepth).
+	SchemaRefDepth int `json:"schemaRefDepth,omitempty"`
 }
 
 // Sandbox selects the sandbox adapter.
@@ -668,6 +681,19 @@ func (c *Config) validate() error {
 	case "", "auto", "on", "off":
 	default:
 		return fmt.Errorf("provider.nativeToolSearch: %q (want auto, on or off)", c.Provider.NativeToolSearch)
+	}
+	switch c.Provider.OpenAIStrict {
+	case "", "auto", "exact", "off":
+	default:
+		return fmt.Errorf("provider.openaiStrict: %q (want auto, exact or off)", c.Provider.OpenAIStrict)
+	}
+	switch c.Provider.SchemaDialect {
+	case "", "auto", "openai", "gemini":
+	default:
+		return fmt.Errorf("provider.schemaDialect: %q (want auto, openai or gemini)", c.Provider.SchemaDialect)
+	}
+	if c.Provider.SchemaRefDepth < 0 {
+		return fmt.Errorf("provider.schemaRefDepth: %d (want 1 or more; 0 or unset means 3)", c.Provider.SchemaRefDepth)
 	}
 	sb := c.Sandbox
 	if err := (ServerSandbox{Confinement: sb.Confinement, Network: sb.Network, AllowedDomains: sb.AllowedDomains}).Check("sandbox"); err != nil {

@@ -27,6 +27,11 @@ import (
 type modelSpec struct {
 	route  provider.Route
 	apiKey string
+	// Schema dialect settings (provider.openaiStrict, schemaDialect,
+	// schemaRefDepth).
+	strict   provider.StrictMode
+	dialect  provider.SchemaDialect
+	refDepth int
 }
 
 // keyEnv is the environment variable holding each provider's key.
@@ -56,12 +61,13 @@ func newModel(s modelSpec, logger *slog.Logger) (provider.Model, error) {
 			return nil, errors.New("--model is required with --provider openai (e.g. gpt-5.4)")
 		}
 		return openaimodel.New(openaimodel.Options{APIKey: s.apiKey, BaseURL: s.route.BaseURL, Model: s.route.Model,
-			Logger: logger, Strategy: strategy}), nil
+			Logger: logger, Strategy: strategy, Strict: s.strict}), nil
 	case "openai-chat":
 		if s.route.Model == "" {
 			return nil, errors.New("--model is required with --provider openai-chat (the name the endpoint serves)")
 		}
-		return chatmodel.New(chatmodel.Options{APIKey: s.apiKey, BaseURL: s.route.BaseURL, Model: s.route.Model, Logger: logger}), nil
+		return chatmodel.New(chatmodel.Options{APIKey: s.apiKey, BaseURL: s.route.BaseURL, Model: s.route.Model, Logger: logger,
+			Dialect: s.dialect, RefDepth: s.refDepth}), nil
 	}
 	return nil, fmt.Errorf("unknown provider %q (want anthropic, openai or openai-chat)", s.route.Provider)
 }
@@ -141,6 +147,13 @@ endpoint, "off" closes it.`,
 			if spec.route.NativeToolSearch, err = provider.ParseNativeToolSearch(mode); err != nil {
 				return usageErr("provider.nativeToolSearch: %v", err)
 			}
+			if spec.strict, err = provider.ParseStrictMode(r.cfg.Provider.OpenAIStrict); err != nil {
+				return usageErr("provider.openaiStrict: %v", err)
+			}
+			if spec.dialect, err = provider.ParseSchemaDialect(r.cfg.Provider.SchemaDialect); err != nil {
+				return usageErr("provider.schemaDialect: %v", err)
+			}
+			spec.refDepth = r.cfg.Provider.SchemaRefDepth
 			model, err := newModel(spec, r.logger)
 			if err != nil {
 				return usageErr("%v", err)
