@@ -367,3 +367,30 @@ func TestCaseSchemasPerDialect(t *testing.T) {
 		}
 	}
 }
+
+// TestStrictNestedBranchesRestored: an anyOf of object branches with
+// optional fields goes strict (each branch closed, optional fields
+// nullable); the nulls the model sends are removed so the arguments meet
+// the original schema.
+func TestStrictNestedBranchesRestored(t *testing.T) {
+	in := `{"type":"object","properties":{"target":{"anyOf":[
+	 {"type":"object","properties":{"path":{"type":"string"},"line":{"type":"integer"}},"required":["path"]},
+	 {"type":"object","properties":{"url":{"type":"string"},"depth":{"type":"integer"}},"required":["url"]}]}},"required":["target"]}`
+	out, _, err := toolschema.ForOpenAIStrict(json.RawMessage(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(out), `"line":{"type":["integer","null"]}`) || !strings.Contains(string(out), `"required":["line","path"]`) {
+		t.Errorf("strict: %s", out)
+	}
+	tl := define(t, in)
+	model := `{"target":{"path":"a.go","line":null}}`
+	parametersError(t, tl, model) // as the model sends it, the original refuses it
+	args, err := toolschema.RestoreOptional(json.RawMessage(in), json.RawMessage(model))
+	if err != nil || string(args) != `{"target":{"path":"a.go"}}` {
+		t.Fatalf("RestoreOptional = %s, %v", args, err)
+	}
+	if err := tl.Validate(args); err != nil {
+		t.Errorf("restored arguments rejected: %v", err)
+	}
+}

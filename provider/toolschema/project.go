@@ -599,7 +599,9 @@ func orRoot(path string) string {
 // RestoreOptional undoes the null union [ForOpenAIStrict] adds: it removes
 // from args every property whose value is null where the full schema does
 // not require it and does not accept null, recursing into nested objects
-// (properties, items, local $refs). args is the model's arguments object;
+// (properties, items, local $refs, and anyOf/oneOf branches, where a null
+// that no branch listing the property requires or accepts is removed).
+// args is the model's arguments object;
 // the result is what to validate and run. Values the schema does not
 // describe are left alone. An args value that is not a JSON object is
 // returned unchanged, for the validator to reject.
@@ -632,11 +634,14 @@ func restore(doc map[string]any, s any, v any, depth int) bool {
 		}
 	}
 	changed := false
-	for _, k := range []string{"allOf"} {
-		for _, b := range listOf(m[k]) {
-			if restore(doc, b, v, depth+1) {
-				changed = true
-			}
+	for _, b := range listOf(m["allOf"]) {
+		if restore(doc, b, v, depth+1) {
+			changed = true
+		}
+	}
+	for _, k := range []string{"anyOf", "oneOf"} {
+		if restoreBranches(doc, listOf(m[k]), v, depth) {
+			changed = true
 		}
 	}
 	switch val := v.(type) {
@@ -674,6 +679,55 @@ func restore(doc map[string]any, s any, v any, depth int) bool {
 				if restore(doc, it, e, depth+1) {
 					changed = true
 				}
+			}
+		}
+	}
+	return changed
+}
+
+// restoreBranches undoes strict mode's nulls in an object value matched
+// against anyOf/oneOf branches (each branch was made strict on its own): a
+// null property is removed when no branch that lists it requires it or
+// accepts null, and a non-null one is restored against the branch that
+// lists it when exactly one does.
+func restoreBranches(doc map[string]any, branches []any, v any, depth int) bool {
+	val, ok := v.(map[string]any)
+	if !ok || len(branches) == 0 {
+		return false
+	}
+	changed := false
+	for _, k := range sortedKeys(val) {
+		var listing []any
+		keep := false
+		for _, b := range branches {
+			bm, _ := b.(map[string]any)
+			if ref, ok := bm["$ref"].(string); ok {
+				if t, ok := resolve(doc, ref); ok {
+					bm, _ = t.(map[string]any)
+				}
+			}
+			props, _ := bm["properties"].(map[string]any)
+			ps, described := props[k]
+			if !described {
+				continue
+			}
+			listing = append(listing, ps)
+			for _, r := range strs(bm["required"]) {
+				if r == k {
+					keep = true
+				}
+			}
+			if pm, ok := asMap(ps); !ok || schemaAcceptsNull(doc, pm, 0) {
+				keep = true
+			}
+		}
+		switch {
+		case val[k] == nil && len(listing) > 0 && !keep:
+			delete(val, k)
+			changed = true
+		case val[k] != nil && len(listing) == 1:
+			if restore(doc, listing[0], val[k], depth+1) {
+				changed = true
 			}
 		}
 	}
