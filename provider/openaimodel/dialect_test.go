@@ -36,7 +36,7 @@ type strictAPI struct {
 
 var strictKeywords = map[string]bool{
 	"type": true, "properties": true, "required": true, "additionalProperties": true, "items": true,
-	"anyOf": true, "enum": true, "const": true, "description": true, "$ref": true, "$defs": true,
+	"anyOf": true, "enum": true, "const": true, "description": true, "title": true, "$ref": true, "$defs": true,
 	"pattern": true, "format": true, "minimum": true, "maximum": true, "exclusiveMinimum": true,
 	"exclusiveMaximum": true, "multipleOf": true, "minItems": true, "maxItems": true,
 }
