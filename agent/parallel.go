@@ -392,6 +392,8 @@ func cancelledForm(ctx context.Context, res *tool.Result, after time.Duration, p
 	}
 	var content []tool.Content
 	switch {
+	case partial == "" && onlyContextError(res):
+		content = []tool.Content{{Type: tool.TextContent, Text: head + "; no output"}}
 	case partial != "":
 		content = append(content, tool.Content{Type: tool.TextContent, Text: head + "; partial output:\n" + partial})
 		content = append(content, res.Content...)
@@ -405,23 +407,44 @@ func cancelledForm(ctx context.Context, res *tool.Result, after time.Duration, p
 	return &out
 }
 
-// batchNote adds to a failed write the sibling that changed the same path
-// earlier in the batch (BH-074): "file changed by call <id> during this
-// batch", so a model does not read a bare "not found".
+// onlyContextError reports whether res says nothing but that its context
+// ended (a tool that returned ctx.Err()): no output of its own.
+func onlyContextError(res *tool.Result) bool {
+	if len(res.Content) != 1 || res.Content[0].Type != tool.TextContent {
+		return len(res.Content) == 0
+	}
+	t := res.Content[0].Text
+	return strings.Contains(t, context.Canceled.Error()) || strings.Contains(t, context.DeadlineExceeded.Error())
+}
+
+// batchNote adds to a failed write the siblings that changed the same
+// path earlier in the batch (BH-074): "file changed by call <id>
+// (<tool>) during this batch", so a model does not read a bare "not
+// found" and retry against a file it has not seen.
 func (r *run) batchNote(i int, uses []provider.Block, acc []access, results []*tool.Result, res *tool.Result) *tool.Result {
-	if !res.IsError || res.Stage != tool.Execution || !acc[i].write {
+	// Parameters too: a tool's own check of its input against the file
+	// (edit_file's old_string not found) answers at that stage.
+	if !res.IsError || !acc[i].write || (res.Stage != tool.Parameters && res.Stage != tool.Execution && res.Stage != tool.Verification) {
 		return res
 	}
-	for j := i - 1; j >= 0; j-- {
-		if results[j] == nil || results[j].IsError || !acc[j].write || !conflicts(acc[j], acc[i]) {
-			continue
+	var by []string
+	for j := range i {
+		if results[j] != nil && !results[j].IsError && acc[j].write && conflicts(acc[j], acc[i]) {
+			by = append(by, uses[j].ID+" ("+uses[j].Name+")")
 		}
-		out := *res
-		note := fmt.Sprintf("file changed by call %s (%s) during this batch: this call saw the file as that call left it; read it again before retrying", uses[j].ID, uses[j].Name)
-		out.Content = append([]tool.Content{{Type: tool.TextContent, Text: note}}, res.Content...)
-		return &out
 	}
-	return res
+	if len(by) == 0 {
+		return res
+	}
+	word := "call"
+	if len(by) > 1 {
+		word = "calls"
+	}
+	out := *res
+	note := fmt.Sprintf("file changed by %s %s during this batch: this call ran on the file as that left it; read it again before retrying",
+		word, strings.Join(by, ", "))
+	out.Content = append([]tool.Content{{Type: tool.TextContent, Text: note}}, res.Content...)
+	return &out
 }
 
 // tail keeps the last partialTailChars bytes of a call's live output.
