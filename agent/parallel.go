@@ -1,12 +1,15 @@
 package agent
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -361,7 +364,11 @@ func (r *run) runCalls(ctx context.Context, uses []provider.Block, h Handler, na
 
 	blocks := make([]provider.Block, 0, n)
 	for i, u := range uses {
-		blocks = append(blocks, ResultBlock(u.ID, results[i]))
+		b := ResultBlock(u.ID, results[i])
+		if n > 1 {
+			b = withHeader(b, r.callHeader(u))
+		}
+		blocks = append(blocks, b)
 	}
 	r.mu.Lock()
 	exs := slices.Clone(r.sum.Exchanges[nEx:])
@@ -373,6 +380,58 @@ func (r *run) runCalls(ctx context.Context, uses []provider.Block, h Handler, na
 		blocks = append(blocks, provider.Block{Type: provider.Text, Text: ex.Text()})
 	}
 	return blocks
+}
+
+// headerInputChars bounds the arguments a result's header shows, in
+// characters (runes).
+const headerInputChars = 80
+
+// callHeader is the first line of each result of a turn with several
+// calls (BH-071): "[<the model's id of the call> <tool> <arguments>]", the
+// arguments a shell command as a quoted string or compact JSON, cut to 80
+// characters, so that a model reading results by position still sees
+// which call each answers.
+func (r *run) callHeader(u provider.Block) string {
+	id := u.ProviderID
+	if id == "" {
+		id = u.ID
+	}
+	args := ""
+	if t, ok := r.set().Tool(u.Name); ok {
+		if a, err := t.Access(u.Input); err == nil && a.Kind == tool.AccessBash && a.Command != "" {
+			args = strconv.Quote(cut(a.Command, headerInputChars))
+		}
+	}
+	if args == "" {
+		var buf bytes.Buffer
+		args = string(u.Input)
+		if json.Compact(&buf, u.Input) == nil {
+			args = buf.String()
+		}
+		args = cut(strings.ToValidUTF8(args, "\uFFFD"), headerInputChars)
+	}
+	return "[" + id + " " + u.Name + " " + args + "]"
+}
+
+// cut keeps the first n runes of s, "…" ending a cut.
+func cut(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
+
+// withHeader puts header as the first line of b's first text (a text
+// block of its own before an image).
+func withHeader(b provider.Block, header string) provider.Block {
+	content := slices.Clone(b.Content)
+	if len(content) > 0 && content[0].Type == provider.Text {
+		content[0].Text = header + "\n" + content[0].Text
+	} else {
+		content = append([]provider.Block{{Type: provider.Text, Text: header}}, content...)
+	}
+	b.Content = content
+	return b
 }
 
 // cancelledForm is the result of a call the run's cancellation stopped:

@@ -316,7 +316,8 @@ func permutations[T any](xs []T) [][]T {
 // take 300, 10 and 100 ms in every permutation. The calls run at once (the
 // batch takes as long as its slowest call, not the sum), tool_result
 // events come in completion order each with its call id, and the next
-// request carries the results in call order, each with its own id, in one
+// request carries the results in call order, each with its own id and a
+// first line naming its call ("[tu_a fx__slow {"name":"a"}]"), in one
 // user message (Anthropic) or consecutive items or messages (OpenAI):
 // byte for byte the same request whatever the completion order.
 func TestParallelBatchOverTheWire(t *testing.T) {
@@ -365,7 +366,9 @@ func TestParallelBatchOverTheWire(t *testing.T) {
 						t.Fatalf("%d requests", len(reqs))
 					}
 					got, at := resultsOf(t, kind, reqs[1])
-					want := []wireResult{{"tu_a", "result of a", false}, {"tu_b", "result of b", false}, {"tu_c", "result of c", false}}
+					want := []wireResult{{"tu_a", "[tu_a fx__slow {\"name\":\"a\"}]\nresult of a", false},
+						{"tu_b", "[tu_b fx__slow {\"name\":\"b\"}]\nresult of b", false},
+						{"tu_c", "[tu_c fx__slow {\"name\":\"c\"}]\nresult of c", false}}
 					if !slices.Equal(got, want) {
 						t.Errorf("durations %v: results in request 2: %+v, want %+v", p, got, want)
 					}
@@ -723,10 +726,10 @@ func TestParallelCancelMidBatch(t *testing.T) {
 	if res[0].IsError || !strings.Contains(text(res[0]), "TODO: ship") || res[1].IsError || !strings.Contains(text(res[1]), "notes.md") {
 		t.Errorf("fast results: %q / %q", text(res[0]), text(res[1]))
 	}
-	if !res[2].IsError || !regexp.MustCompile(`^cancelled by user after \d+\.\d s; no output$`).MatchString(text(res[2])) {
+	if !res[2].IsError || !regexp.MustCompile(`^\[tu_3 fx__stall \{"name":"s"\}\]\ncancelled by user after \d+\.\d s; no output$`).MatchString(text(res[2])) {
 		t.Errorf("stalled call: %q", text(res[2]))
 	}
-	if !res[3].IsError || !regexp.MustCompile(`^cancelled by user after \d+\.\d s; partial output:\npartial-bytes\n`).MatchString(text(res[3])) ||
+	if !res[3].IsError || !regexp.MustCompile(`^\[tu_4 fx__stuck \{"name":"k"\}\]\ncancelled by user after \d+\.\d s; partial output:\npartial-bytes\n`).MatchString(text(res[3])) ||
 		!strings.Contains(text(res[3]), "abandoned") {
 		t.Errorf("stuck call: %q", text(res[3]))
 	}
@@ -772,4 +775,36 @@ func TestParallelCancelMidBatch(t *testing.T) {
 	if last := m.Content[len(m.Content)-1]; !strings.Contains(string(last), "what happened?") && at[0] != len(body.Messages)-2 {
 		t.Errorf("the new text does not follow the results: %s", last)
 	}
+}
+
+// TestParallelResultHeadersNameTheirCalls is BH-071 with real commands:
+// two execute calls the settings let run at once (agent.parallelTools
+// ["execute"]); each result starts with a line naming its call, the
+// command quoted, and the transcript holds them in call order whatever
+// order they ended in. A turn of one call gets no header.
+func TestParallelResultHeadersNameTheirCalls(t *testing.T) {
+	ws := t.TempDir()
+	m := &scripted{turns: []func(*provider.Request) []provider.Block{
+		static(use("c1", "execute", `{"command":"sleep 0.2; echo first"}`), use("c2", "execute", `{"command":"echo second"}`)),
+		static(use("c3", "execute", `{"command":"echo third"}`)),
+		static(say("done")),
+	}}
+	_, sum, err := drain(t, agent.New(agent.Options{Model: m, Set: fxSet(t, ws, &fx{}), ParallelTools: []string{"execute"}}).Run(context.Background(), "go"), time.Minute, nil)
+	if err != nil || sum.Calls != 3 || len(sum.Failures) != 0 {
+		t.Fatalf("err %v summary %+v", err, sum)
+	}
+	var got []string
+	for _, msg := range sum.Transcript {
+		for _, b := range msg.Blocks {
+			if b.Type == provider.ToolResult {
+				got = append(got, strings.TrimSpace(allText([]provider.Message{{Blocks: []provider.Block{b}}})))
+			}
+		}
+	}
+	if len(got) != 3 || !strings.HasPrefix(got[0], `[c1 execute "sleep 0.2; echo first"]`+"\n") || !strings.Contains(got[0], "first") ||
+		!strings.HasPrefix(got[1], `[c2 execute "echo second"]`+"\n") || !strings.Contains(got[1], "second") ||
+		strings.HasPrefix(got[2], "[c3") || !strings.Contains(got[2], "third") {
+		t.Errorf("results: %q", got)
+	}
+	checkRequests(t, m)
 }
