@@ -808,3 +808,40 @@ func TestParallelResultHeadersNameTheirCalls(t *testing.T) {
 	}
 	checkRequests(t, m)
 }
+
+// TestParallelCancelSaysHowLongTheCallRan: BH-073's numbers in fake time.
+// A fast read and a stalled MCP call share a turn; the user cancels 5 s
+// after the turn began. The read keeps its result, the stalled call reads
+// "cancelled by user after 5.0 s; no output".
+func TestParallelCancelSaysHowLongTheCallRan(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fx{dur: map[string]time.Duration{"a": 10 * time.Millisecond}}
+		m := &scripted{turns: []func(*provider.Request) []provider.Block{
+			static(use("tu_1", "fx__slow", `{"name":"a"}`), use("tu_2", "fx__stall", `{"name":"s"}`)),
+		}}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		var sum *agent.Summary
+		for ev, err := range agent.New(agent.Options{Model: m, Set: fxSet(t, t.TempDir(), f)}).Run(ctx, "go") {
+			if ev.Kind == agent.EventToolCall && ev.ProviderCallID == "tu_1" {
+				time.AfterFunc(5*time.Second, cancel)
+			}
+			if ev.Kind == agent.EventDone {
+				if !errors.Is(err, context.Canceled) {
+					t.Fatalf("err %v", err)
+				}
+				sum = ev.Summary
+			}
+		}
+		res := lastResults(sum.Transcript)
+		text := func(b provider.Block) string {
+			return strings.TrimSpace(allText([]provider.Message{{Blocks: []provider.Block{b}}}))
+		}
+		if len(res) != 2 || res[0].IsError || !strings.HasSuffix(text(res[0]), "\nresult of a") {
+			t.Fatalf("results: %+v", res)
+		}
+		if want := "[tu_2 fx__stall {\"name\":\"s\"}]\ncancelled by user after 5.0 s; no output"; !res[1].IsError || text(res[1]) != want {
+			t.Errorf("stalled call: %q, want %q", text(res[1]), want)
+		}
+	})
+}
