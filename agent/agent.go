@@ -166,9 +166,10 @@ type Options struct {
 	// means none.
 	SerialTools []string
 	// Workspace is the workspace root the per-path write lock resolves
-	// relative paths in (symbolic links followed), so "nums.txt",
-	// "./nums.txt" and its absolute path share one lock. Default "":
-	// paths are only cleaned.
+	// relative paths in (pipeline.PathKey: symbolic links followed), so
+	// "nums.txt", "./nums.txt" and its absolute path share one lock; it
+	// is also the pipeline's (pipeline.Options.Workspace) when the agent
+	// builds it. Default "": paths are only cleaned.
 	Workspace string
 	// EventBuffer is how many live events (output chunks, progress) of
 	// one turn's calls wait for the consumer of the run's stream. When it is full the
@@ -226,7 +227,7 @@ func New(opts Options) *Agent {
 	if opts.Pipeline == nil {
 		opts.Pipeline = pipeline.New(&pipeline.Options{Store: opts.Store, Compactor: opts.Compactor,
 			MaxModelChars: opts.ResultMaxChars, Policy: opts.Policy, Confirmer: opts.Confirmer,
-			Middleware: opts.Middleware, Verify: opts.Verify, Now: opts.Now, Logger: opts.Logger})
+			Middleware: opts.Middleware, Verify: opts.Verify, Now: opts.Now, Logger: opts.Logger, Workspace: opts.Workspace})
 	} else if opts.Store == nil {
 		opts.Store = opts.Pipeline.Store()
 	}

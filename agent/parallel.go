@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/aibuddy/aibuddy/approval"
 	"github.com/aibuddy/aibuddy/discovery"
+	"github.com/aibuddy/aibuddy/pipeline"
 	"github.com/aibuddy/aibuddy/provider"
 	"github.com/aibuddy/aibuddy/tool"
 )
@@ -147,43 +147,18 @@ func matchAny(patterns []string, name string) bool {
 	return false
 }
 
-// pathKeys resolves paths as the per-path lock keys them: inside
-// Options.Workspace when set (symbolic links resolved as far as the path
-// exists), else cleaned ("./a" and "a" are one).
+// pathKeys resolves paths as the per-path lock keys them
+// (pipeline.PathKey inside Options.Workspace); no path is the workspace
+// root.
 func (r *run) pathKeys(paths []string) []string {
 	if len(paths) == 0 {
 		paths = []string{"."}
 	}
-	root := r.a.opts.Workspace
-	out := make([]string, 0, len(paths))
-	for _, p := range paths {
-		if root == "" {
-			out = append(out, filepath.Clean(p))
-			continue
-		}
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(root, p)
-		}
-		out = append(out, resolveExisting(filepath.Clean(p)))
+	out := make([]string, len(paths))
+	for i, p := range paths {
+		out[i] = pipeline.PathKey(r.a.opts.Workspace, p)
 	}
 	return out
-}
-
-// resolveExisting resolves the symbolic links of the longest existing
-// prefix of p and keeps the rest as given.
-func resolveExisting(p string) string {
-	rest := ""
-	for cur := p; ; {
-		if r, err := filepath.EvalSymlinks(cur); err == nil {
-			return filepath.Join(r, rest)
-		}
-		parent := filepath.Dir(cur)
-		if parent == cur {
-			return p
-		}
-		rest = filepath.Join(filepath.Base(cur), rest)
-		cur = parent
-	}
 }
 
 // slot states of a batch.
