@@ -564,8 +564,9 @@ func (a *Agent) handler(r *run) Handler {
 // ahead of the consumer blocks (backpressure) until the consumer catches
 // up, the run is cancelled, or the call is given up.
 func (r *run) execute(ctx context.Context, i int, u provider.Block, h Handler, q *queue, done chan<- ended) {
+	step := r.step // a call given up may still emit while the next step runs
 	call := &tool.Call{ID: u.ID, ProviderID: u.ProviderID, Name: u.Name, Input: u.Input, Events: func(e tool.Event) {
-		ev := Event{Step: r.step, CallID: u.ID, Tool: u.Name, Output: &e}
+		ev := Event{Step: step, CallID: u.ID, Tool: u.Name, Output: &e}
 		switch e.Kind {
 		case tool.EventStdout, tool.EventStderr:
 			ev.Kind = EventOutput

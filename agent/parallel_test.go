@@ -94,7 +94,7 @@ func (f *fx) server() capability.MCPServer {
 }
 
 // fxSet is the built-in filesystem and execute tools on a local sandbox in
-// ws, and fx's tools.
+// ws, fx's tools, and the tracker's 12 (deferred: tool_search is there).
 func fxSet(t *testing.T, ws string, f *fx) *capability.Set {
 	t.Helper()
 	sb, err := localsandbox.New(ws, nil)
@@ -103,7 +103,7 @@ func fxSet(t *testing.T, ws string, f *fx) *capability.Set {
 	}
 	t.Cleanup(func() { _ = sb.Close() })
 	reg := registry.New(coretools.Groups(nil, nil), coretools.Metas, nil)
-	set, _, err := capability.Resolve(reg, capability.RunSpec{Sandbox: sb, MCP: []capability.MCPServer{f.server()}})
+	set, _, err := capability.Resolve(reg, capability.RunSpec{Sandbox: sb, MCP: []capability.MCPServer{f.server(), (&tracker{}).server()}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -508,16 +508,16 @@ func TestParallelExecuteRunsAlone(t *testing.T) {
 }
 
 // TestParallelSiblingsSurviveAFailure: one call of the batch fails
-// (Execution) and one names no tool (Discovery); the two slow reads beside
-// them run to the end and keep their results, and the failures are
-// counted by stage.
+// (Execution) and one names no tool (Discovery); the two slow reads and a
+// tool_search beside them run to the end and keep their results, and the
+// failures are counted by stage.
 func TestParallelSiblingsSurviveAFailure(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := &fx{dur: map[string]time.Duration{"a": 100 * time.Millisecond, "b": 100 * time.Millisecond}}
 		_, sum := batchRun(t, agent.Options{Set: fxSet(t, t.TempDir(), f)},
 			use("s1", "fx__slow", `{"name":"a"}`), use("f1", "fx__fail", `{"name":"x"}`),
-			use("s2", "fx__slow", `{"name":"b"}`), use("u1", "no_such_tool", `{}`))
-		if sum.Calls != 4 || sum.Failures[tool.Execution] != 1 || sum.Failures[tool.Discovery] != 1 {
+			use("s2", "fx__slow", `{"name":"b"}`), use("u1", "no_such_tool", `{}`), use("q1", "tool_search", `{"query":"look something up"}`))
+		if sum.Calls != 5 || sum.Failures[tool.Execution] != 1 || sum.Failures[tool.Discovery] != 1 {
 			t.Fatalf("summary %+v", sum)
 		}
 		res := lastResults(sum.Transcript)
@@ -525,7 +525,7 @@ func TestParallelSiblingsSurviveAFailure(t *testing.T) {
 		for _, b := range res {
 			texts = append(texts, fmt.Sprintf("%v %s", b.IsError, allText([]provider.Message{{Blocks: []provider.Block{b}}})))
 		}
-		if len(res) != 4 || res[0].IsError || !strings.Contains(texts[0], "result of a") ||
+		if len(res) != 5 || res[4].IsError || res[0].IsError || !strings.Contains(texts[0], "result of a") ||
 			!res[1].IsError || !strings.Contains(texts[1], "the upstream refused") ||
 			res[2].IsError || !strings.Contains(texts[2], "result of b") || !res[3].IsError {
 			t.Errorf("results: %q", texts)
