@@ -388,24 +388,37 @@ func TestParallelBatchOverTheWire(t *testing.T) {
 	}
 }
 
-// batchRun runs one turn of calls with the scripted model inside the
-// caller's synctest bubble and returns the events and the summary.
-func batchRun(t *testing.T, opts agent.Options, calls ...provider.Block) ([]agent.Event, *agent.Summary) {
+// batchRun runs one turn of calls over kind's replayed wire (the real
+// adapter; an answer follows) inside the caller's synctest bubble and
+// returns the events and the summary; every request must pair its calls
+// for every provider shape.
+func batchRun(t *testing.T, kind string, opts agent.Options, calls ...provider.Block) ([]agent.Event, *agent.Summary) {
 	t.Helper()
-	m := &scripted{turns: []func(*provider.Request) []provider.Block{static(calls...), static(say("done"))}}
-	opts.Model = m
+	var wc []wcall
+	for _, c := range calls {
+		wc = append(wc, wcall{c.ID, c.Name, string(c.Input)})
+	}
+	model, api := wireModel(t, kind, callTurn(kind, wc), answerTurn(kind))
+	opts.Model, opts.ModelName = model, "m"
 	var evs []agent.Event
 	var sum *agent.Summary
 	for ev, err := range agent.New(opts).Run(context.Background(), "go") {
 		evs = append(evs, ev)
 		if ev.Kind == agent.EventDone {
-			if err != nil {
-				t.Fatalf("run: %v", err)
+			if err != nil || ev.Summary.Stop != agent.StopEndTurn {
+				t.Fatalf("run: %v %+v", err, ev.Summary)
 			}
 			sum = ev.Summary
 		}
 	}
-	checkRequests(t, m)
+	if n := len(api.requests()); n != 2 {
+		t.Errorf("%d requests, want 2", n)
+	}
+	for _, sh := range shapes {
+		if err := agent.Validate(agent.Rebuild(sum.Transcript, nil), sh); err != nil {
+			t.Error(err)
+		}
+	}
 	return evs, sum
 }
 
@@ -512,25 +525,29 @@ func TestParallelExecuteRunsAlone(t *testing.T) {
 // tool_search beside them run to the end and keep their results, and the
 // failures are counted by stage.
 func TestParallelSiblingsSurviveAFailure(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		f := &fx{dur: map[string]time.Duration{"a": 100 * time.Millisecond, "b": 100 * time.Millisecond}}
-		_, sum := batchRun(t, agent.Options{Set: fxSet(t, t.TempDir(), f)},
-			use("s1", "fx__slow", `{"name":"a"}`), use("f1", "fx__fail", `{"name":"x"}`),
-			use("s2", "fx__slow", `{"name":"b"}`), use("u1", "no_such_tool", `{}`), use("q1", "tool_search", `{"query":"look something up"}`))
-		if sum.Calls != 5 || sum.Failures[tool.Execution] != 1 || sum.Failures[tool.Discovery] != 1 {
-			t.Fatalf("summary %+v", sum)
-		}
-		res := lastResults(sum.Transcript)
-		texts := []string{}
-		for _, b := range res {
-			texts = append(texts, fmt.Sprintf("%v %s", b.IsError, allText([]provider.Message{{Blocks: []provider.Block{b}}})))
-		}
-		if len(res) != 5 || res[4].IsError || res[0].IsError || !strings.Contains(texts[0], "result of a") ||
-			!res[1].IsError || !strings.Contains(texts[1], "the upstream refused") ||
-			res[2].IsError || !strings.Contains(texts[2], "result of b") || !res[3].IsError {
-			t.Errorf("results: %q", texts)
-		}
-	})
+	for _, kind := range wireKinds {
+		t.Run(kind, func(t *testing.T) { synctest.Test(t, func(t *testing.T) { siblingsSurvive(t, kind) }) })
+	}
+}
+
+func siblingsSurvive(t *testing.T, kind string) {
+	f := &fx{dur: map[string]time.Duration{"a": 100 * time.Millisecond, "b": 100 * time.Millisecond}}
+	_, sum := batchRun(t, kind, agent.Options{Set: fxSet(t, t.TempDir(), f)},
+		use("s1", "fx__slow", `{"name":"a"}`), use("f1", "fx__fail", `{"name":"x"}`),
+		use("s2", "fx__slow", `{"name":"b"}`), use("u1", "no_such_tool", `{}`), use("q1", "tool_search", `{"query":"look something up"}`))
+	if sum.Calls != 5 || sum.Failures[tool.Execution] != 1 || sum.Failures[tool.Discovery] != 1 {
+		t.Fatalf("summary %+v", sum)
+	}
+	res := lastResults(sum.Transcript)
+	texts := []string{}
+	for _, b := range res {
+		texts = append(texts, fmt.Sprintf("%v %s", b.IsError, allText([]provider.Message{{Blocks: []provider.Block{b}}})))
+	}
+	if len(res) != 5 || res[4].IsError || res[0].IsError || !strings.Contains(texts[0], "result of a") ||
+		!res[1].IsError || !strings.Contains(texts[1], "the upstream refused") ||
+		res[2].IsError || !strings.Contains(texts[2], "result of b") || !res[3].IsError {
+		t.Errorf("results: %q", texts)
+	}
 }
 
 // lastResults is the tool_result blocks of the transcript's last user
@@ -598,62 +615,66 @@ func (w *overlapWatch) middleware(next pipeline.Handler) pipeline.Handler {
 // whose old_string the first one already replaced fails naming the call
 // that changed the file during the batch.
 func TestParallelEditsToOnePathAreSerialized(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		ws := t.TempDir()
-		var nums strings.Builder
-		for i := 1; i <= 100; i++ {
-			fmt.Fprintf(&nums, "%d\n", i)
+	for _, kind := range wireKinds {
+		t.Run(kind, func(t *testing.T) { synctest.Test(t, func(t *testing.T) { editsSerialized(t, kind) }) })
+	}
+}
+
+func editsSerialized(t *testing.T, kind string) {
+	ws := t.TempDir()
+	var nums strings.Builder
+	for i := 1; i <= 100; i++ {
+		fmt.Fprintf(&nums, "%d\n", i)
+	}
+	if err := os.WriteFile(filepath.Join(ws, "nums.txt"), []byte(nums.String()), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	ids := []string{"e1", "e2", "e3", "w1", "e4"}
+	w := &overlapWatch{inFlight: map[string]int{}, maxOn: map[string]int{}, entered: map[string]chan struct{}{},
+		meet: map[string]string{"e1": "w1", "w1": "e1"}}
+	for _, id := range ids {
+		w.entered[id] = make(chan struct{})
+	}
+	_, sum := batchRun(t, kind, agent.Options{Set: fxSet(t, ws, &fx{}), Workspace: ws, Middleware: []agent.Middleware{w.middleware}},
+		use("e1", "edit_file", `{"path":"nums.txt","old_string":"\n50\n","new_string":"\nFIFTY\n"}`),
+		use("e2", "edit_file", `{"path":"./nums.txt","old_string":"\n75\n","new_string":"\nSEVENTY-FIVE\n"}`),
+		use("e3", "edit_file", `{"path":`+js(filepath.Join(ws, "nums.txt"))+`,"old_string":"\n25\n","new_string":"\nTWENTY-FIVE\n"}`),
+		use("w1", "write_file", `{"path":"other.txt","content":"other\n"}`),
+		use("e4", "edit_file", `{"path":"nums.txt","old_string":"\n50\n","new_string":"\nfifty\n"}`))
+	want := strings.NewReplacer("\n50\n", "\nFIFTY\n", "\n75\n", "\nSEVENTY-FIVE\n", "\n25\n", "\nTWENTY-FIVE\n").Replace(nums.String())
+	got, err := os.ReadFile(filepath.Join(ws, "nums.txt"))
+	if err != nil || string(got) != want {
+		t.Errorf("nums.txt: %v\n%s", err, got)
+	}
+	if st, err := os.Stat(filepath.Join(ws, "nums.txt")); err != nil || st.Mode().Perm() != 0o640 {
+		t.Errorf("nums.txt mode: %v %v", st.Mode(), err)
+	}
+	if w.maxOn["nums.txt"] != 1 {
+		t.Errorf("%d edits of nums.txt ran at once", w.maxOn["nums.txt"])
+	}
+	var edits []string
+	for _, id := range w.order {
+		if id != "w1" {
+			edits = append(edits, id)
 		}
-		if err := os.WriteFile(filepath.Join(ws, "nums.txt"), []byte(nums.String()), 0o640); err != nil {
-			t.Fatal(err)
+	}
+	if !slices.Equal(edits, []string{"e1", "e2", "e3", "e4"}) {
+		t.Errorf("edits ran in the order %v", edits)
+	}
+	res := lastResults(sum.Transcript)
+	if len(res) != 5 {
+		t.Fatalf("%d results", len(res))
+	}
+	for i, b := range res[:4] {
+		if b.IsError {
+			t.Errorf("%s failed: %s", ids[i], allText([]provider.Message{{Blocks: []provider.Block{b}}}))
 		}
-		ids := []string{"e1", "e2", "e3", "w1", "e4"}
-		w := &overlapWatch{inFlight: map[string]int{}, maxOn: map[string]int{}, entered: map[string]chan struct{}{},
-			meet: map[string]string{"e1": "w1", "w1": "e1"}}
-		for _, id := range ids {
-			w.entered[id] = make(chan struct{})
-		}
-		_, sum := batchRun(t, agent.Options{Set: fxSet(t, ws, &fx{}), Workspace: ws, Middleware: []agent.Middleware{w.middleware}},
-			use("e1", "edit_file", `{"path":"nums.txt","old_string":"\n50\n","new_string":"\nFIFTY\n"}`),
-			use("e2", "edit_file", `{"path":"./nums.txt","old_string":"\n75\n","new_string":"\nSEVENTY-FIVE\n"}`),
-			use("e3", "edit_file", `{"path":`+js(filepath.Join(ws, "nums.txt"))+`,"old_string":"\n25\n","new_string":"\nTWENTY-FIVE\n"}`),
-			use("w1", "write_file", `{"path":"other.txt","content":"other\n"}`),
-			use("e4", "edit_file", `{"path":"nums.txt","old_string":"\n50\n","new_string":"\nfifty\n"}`))
-		want := strings.NewReplacer("\n50\n", "\nFIFTY\n", "\n75\n", "\nSEVENTY-FIVE\n", "\n25\n", "\nTWENTY-FIVE\n").Replace(nums.String())
-		got, err := os.ReadFile(filepath.Join(ws, "nums.txt"))
-		if err != nil || string(got) != want {
-			t.Errorf("nums.txt: %v\n%s", err, got)
-		}
-		if st, err := os.Stat(filepath.Join(ws, "nums.txt")); err != nil || st.Mode().Perm() != 0o640 {
-			t.Errorf("nums.txt mode: %v %v", st.Mode(), err)
-		}
-		if w.maxOn["nums.txt"] != 1 {
-			t.Errorf("%d edits of nums.txt ran at once", w.maxOn["nums.txt"])
-		}
-		var edits []string
-		for _, id := range w.order {
-			if id != "w1" {
-				edits = append(edits, id)
-			}
-		}
-		if !slices.Equal(edits, []string{"e1", "e2", "e3", "e4"}) {
-			t.Errorf("edits ran in the order %v", edits)
-		}
-		res := lastResults(sum.Transcript)
-		if len(res) != 5 {
-			t.Fatalf("%d results", len(res))
-		}
-		for i, b := range res[:4] {
-			if b.IsError {
-				t.Errorf("%s failed: %s", ids[i], allText([]provider.Message{{Blocks: []provider.Block{b}}}))
-			}
-		}
-		e4 := allText([]provider.Message{{Blocks: []provider.Block{res[4]}}})
-		if !res[4].IsError || !strings.Contains(e4, "file changed by call") || !strings.Contains(e4, ourID(t, sum.Transcript, "e1")+" (edit_file)") ||
-			!strings.Contains(e4, "during this batch") {
-			t.Errorf("e4: %s", e4)
-		}
-	})
+	}
+	e4 := allText([]provider.Message{{Blocks: []provider.Block{res[4]}}})
+	if !res[4].IsError || !strings.Contains(e4, "file changed by call") || !strings.Contains(e4, ourID(t, sum.Transcript, "e1")+" (edit_file)") ||
+		!strings.Contains(e4, "during this batch") {
+		t.Errorf("e4: %s", e4)
+	}
 }
 
 // TestParallelCancelMidBatch is BH-073 and BH-051 over the Anthropic wire:
