@@ -293,7 +293,7 @@ func (r *run) runCalls(ctx context.Context, uses []provider.Block, h Handler, na
 		if ctx.Err() != nil {
 			for i := range n {
 				if state[i] == slotPending {
-					finish(i, tool.ErrorResult(tool.Errorf(tool.Execution, "not run: cancelled by user before this call started").
+					finish(i, tool.ErrorResult(tool.Errorf(tool.Execution, "not run: %s before this call started", stopReason(ctx)).
 						WithHint("run it again if it is still needed"), uses[i].Name))
 				}
 			}
@@ -313,6 +313,9 @@ func (r *run) runCalls(ctx context.Context, uses []provider.Block, h Handler, na
 				continue // given up already
 			}
 			res := d.res
+			if ctx.Err() != nil && cancelledAt.IsZero() {
+				cancelledAt = now() // ended with the cancellation, before its case ran
+			}
 			if !cancelledAt.IsZero() && res.IsError {
 				res = cancelledForm(ctx, res, cancelledAt.Sub(started[d.i]), "")
 			}
@@ -414,11 +417,7 @@ func withHeader(b provider.Block, header string) provider.Block {
 // reason when it was not the user), then the call's own content (its
 // partial output) or partial, else "no output".
 func cancelledForm(ctx context.Context, res *tool.Result, after time.Duration, partial string) *tool.Result {
-	why := "cancelled by user"
-	if err := ctx.Err(); err != nil && !errors.Is(err, context.Canceled) {
-		why = "stopped (" + err.Error() + ")"
-	}
-	head := fmt.Sprintf("%s after %.1f s", why, after.Seconds())
+	head := fmt.Sprintf("%s after %.1f s", stopReason(ctx), after.Seconds())
 	out := *res
 	out.IsError = true
 	if out.Stage == "" {
@@ -439,6 +438,15 @@ func cancelledForm(ctx context.Context, res *tool.Result, after time.Duration, p
 	}
 	out.Content = content
 	return &out
+}
+
+// stopReason says why ctx ended: "cancelled by user" (a stop: Canceled),
+// else "stopped (<its error>)" (a deadline).
+func stopReason(ctx context.Context) string {
+	if err := ctx.Err(); err != nil && !errors.Is(err, context.Canceled) {
+		return "stopped (" + err.Error() + ")"
+	}
+	return "cancelled by user"
 }
 
 // onlyContextError reports whether res says nothing but that its context
