@@ -146,8 +146,33 @@ type Options struct {
 	// says the middle is not kept. Default result.DefaultMaxModelChars
 	// (30,000).
 	ResultMaxChars int
-	// EventBuffer is how many live events (output chunks, progress) of one
-	// call wait for the consumer of the run's stream. When it is full the
+	// MaxParallelCalls is the most tool calls of one model turn that run
+	// at once (settings agent.maxParallelCalls). Which calls may share
+	// the time is decided per call (read-only tools, writes to other
+	// paths; execute and tools without annotations run alone: see
+	// SerialTools, ParallelTools and the README's settings section).
+	// Results go back in call order either way. Count; default
+	// [DefaultMaxParallelCalls] (4); 1 runs every call alone.
+	MaxParallelCalls int
+	// ParallelTools are tool names (path.Match patterns, "mcp__*") whose
+	// calls may run beside their siblings although the tools are not
+	// marked read-only (settings agent.parallelTools): an MCP tool
+	// without annotations known to be safe, or "execute" for read-only
+	// shell use. Default none.
+	ParallelTools []string
+	// SerialTools are tool names (path.Match patterns) whose calls always
+	// run alone, first among them (settings agent.serialTools). nil means
+	// [DefaultSerialTools] (ask_user_question); an empty non-nil list
+	// means none.
+	SerialTools []string
+	// Workspace is the workspace root the per-path write lock resolves
+	// relative paths in (pipeline.PathKey: symbolic links followed), so
+	// "nums.txt", "./nums.txt" and its absolute path share one lock; it
+	// is also the pipeline's (pipeline.Options.Workspace) when the agent
+	// builds it. Default "": paths are only cleaned.
+	Workspace string
+	// EventBuffer is how many live events (output chunks, progress) of
+	// one turn's calls wait for the consumer of the run's stream. When it is full the
 	// tool blocks on its next event (a command's pipe stalls) until the
 	// consumer catches up, so a flood never grows memory; after
 	// cancellation events that do not fit are dropped instead. Default 64
@@ -190,13 +215,19 @@ func New(opts Options) *Agent {
 	if opts.EventBuffer <= 0 {
 		opts.EventBuffer = DefaultEventBuffer
 	}
+	if opts.MaxParallelCalls <= 0 {
+		opts.MaxParallelCalls = DefaultMaxParallelCalls
+	}
+	if opts.SerialTools == nil {
+		opts.SerialTools = DefaultSerialTools()
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	if opts.Pipeline == nil {
 		opts.Pipeline = pipeline.New(&pipeline.Options{Store: opts.Store, Compactor: opts.Compactor,
 			MaxModelChars: opts.ResultMaxChars, Policy: opts.Policy, Confirmer: opts.Confirmer,
-			Middleware: opts.Middleware, Verify: opts.Verify, Now: opts.Now, Logger: opts.Logger})
+			Middleware: opts.Middleware, Verify: opts.Verify, Now: opts.Now, Logger: opts.Logger, Workspace: opts.Workspace})
 	} else if opts.Store == nil {
 		opts.Store = opts.Pipeline.Store()
 	}
@@ -526,66 +557,16 @@ func (a *Agent) handler(r *run) Handler {
 	})
 }
 
-// runCalls runs one assistant turn's tool calls in order and returns the
-// user message's blocks: one tool_result per tool_use, in tool_use order,
-// then the turn's confirm decisions as text. After cancellation the calls
-// not yet started get "not run: cancelled" results (BH-051).
-func (r *run) runCalls(ctx context.Context, uses []provider.Block, h Handler, native bool, emit func(Event)) []provider.Block {
-	var results, notes []provider.Block
-	for _, u := range uses {
-		r.mu.Lock()
-		nEx := len(r.sum.Exchanges)
-		r.mu.Unlock()
-		var res *tool.Result
-		if ctx.Err() != nil {
-			res = tool.ErrorResult(tool.Errorf(tool.Execution, "not run: the run was cancelled before this call started").
-				WithHint("run it again if it is still needed"), u.Name)
-		} else {
-			emit(Event{Kind: EventToolCall, Step: r.step, CallID: u.ID, ProviderCallID: u.ProviderID, Tool: u.Name, Input: u.Input})
-			if native {
-				r.activateNative(u.Name)
-			}
-			res = r.execute(ctx, u, h, emit)
-		}
-		if res.IsError {
-			st := res.Stage
-			if st == "" {
-				st = tool.Execution
-			}
-			r.sum.Failures[st]++
-		}
-		r.sum.Calls++
-		emit(Event{Kind: EventToolResult, Step: r.step, CallID: u.ID, ProviderCallID: u.ProviderID, Tool: u.Name, Input: u.Input, Result: res})
-		results = append(results, ResultBlock(u.ID, res))
-		r.mu.Lock()
-		for _, ex := range r.sum.Exchanges[nEx:] {
-			notes = append(notes, provider.Block{Type: provider.Text, Text: ex.Text()})
-		}
-		r.mu.Unlock()
-	}
-	return append(results, notes...)
-}
-
-// execute runs one call on its own goroutine and pumps its live events to
-// the stream from this one (the iterator's), so a consumer sees output as
-// it is produced. The queue between them holds Options.EventBuffer
-// events: a tool that gets ahead of the consumer blocks (backpressure)
-// until the consumer catches up, the run is cancelled, or the call is
-// given up. A call that has not returned CancelGrace after cancellation
-// is abandoned with a synthetic cancelled result.
-func (r *run) execute(ctx context.Context, u provider.Block, h Handler, emit func(Event)) *tool.Result {
-	q := newQueue(ctx, r.a.opts.EventBuffer)
-	r.mu.Lock()
-	r.queues[u.ID] = q
-	r.mu.Unlock()
-	defer func() {
-		r.mu.Lock()
-		delete(r.queues, u.ID)
-		r.mu.Unlock()
-		q.close()
-	}()
+// execute runs call i of a batch on its own goroutine and reports its
+// result on done. Its live events go to q, whose channel the run's
+// goroutine (the iterator's) drains, so a consumer sees output as it is
+// produced; the channel holds Options.EventBuffer events: a tool that gets
+// ahead of the consumer blocks (backpressure) until the consumer catches
+// up, the run is cancelled, or the call is given up.
+func (r *run) execute(ctx context.Context, i int, u provider.Block, h Handler, q *queue, done chan<- ended) {
+	step := r.step // a call given up may still emit while the next step runs
 	call := &tool.Call{ID: u.ID, ProviderID: u.ProviderID, Name: u.Name, Input: u.Input, Events: func(e tool.Event) {
-		ev := Event{Step: r.step, CallID: u.ID, Tool: u.Name, Output: &e}
+		ev := Event{Step: step, CallID: u.ID, Tool: u.Name, Output: &e}
 		switch e.Kind {
 		case tool.EventStdout, tool.EventStderr:
 			ev.Kind = EventOutput
@@ -596,48 +577,17 @@ func (r *run) execute(ctx context.Context, u provider.Block, h Handler, emit fun
 		}
 		q.push(ev)
 	}}
-	done := make(chan *tool.Result, 1)
-	go func() {
-		var res *tool.Result
-		defer func() {
-			if p := recover(); p != nil {
-				res = tool.ErrorResult(tool.Errorf(tool.Execution, "the call panicked: %v", p), u.Name)
-			}
-			if res == nil {
-				res = tool.ErrorResult(tool.Errorf(tool.Execution, "the call returned no result"), u.Name)
-			}
-			done <- res
-		}()
-		res = h(ctx, call)
-	}()
-	ctxDone := ctx.Done()
-	var grace <-chan time.Time
-	for {
-		select {
-		case ev := <-q.ch:
-			emit(ev)
-		case res := <-done:
-			// Every event of the call was queued before it returned.
-			for {
-				select {
-				case ev := <-q.ch:
-					emit(ev)
-					continue
-				default:
-				}
-				return res
-			}
-		case <-ctxDone:
-			ctxDone = nil
-			t := time.NewTimer(r.a.opts.CancelGrace)
-			defer t.Stop()
-			grace = t.C
-		case <-grace:
-			return tool.ErrorResult(tool.Errorf(tool.Execution,
-				"cancelled: the call did not stop within %s of cancellation and was abandoned", r.a.opts.CancelGrace).
-				WithHint("inspect the state before retrying: the effect may be partial"), u.Name)
+	var res *tool.Result
+	defer func() {
+		if p := recover(); p != nil {
+			res = tool.ErrorResult(tool.Errorf(tool.Execution, "the call panicked: %v", p), u.Name)
 		}
-	}
+		if res == nil {
+			res = tool.ErrorResult(tool.Errorf(tool.Execution, "the call returned no result"), u.Name)
+		}
+		done <- ended{i: i, res: res}
+	}()
+	res = h(ctx, call)
 }
 
 // push sends ev to the live queue of call id, if the call is running.
@@ -650,8 +600,9 @@ func (r *run) push(id string, ev Event) {
 	}
 }
 
-// queue is a call's bounded event queue: producers (the tool's
-// goroutines) block while it is full; the run's goroutine takes from ch.
+// queue is a call's side of its batch's bounded event channel: producers
+// (the tool's goroutines) block while ch is full; the run's goroutine
+// takes from ch.
 // A push never blocks once the call's context is done or the call has
 // ended (close), so cancellation cannot deadlock on a full queue: those
 // events are dropped.
@@ -662,11 +613,12 @@ type queue struct {
 	once    sync.Once
 }
 
-func newQueue(ctx context.Context, size int) *queue {
-	return &queue{ch: make(chan Event, size), ctxDone: ctx.Done(), closed: make(chan struct{})}
-}
-
 func (q *queue) push(ev Event) {
+	select {
+	case <-q.closed:
+		return
+	default:
+	}
 	select {
 	case q.ch <- ev:
 		return

@@ -24,6 +24,17 @@
 // cancelled run still gives every tool_use its tool_result (BH-051, case
 // file 7-pairing.md).
 //
+// The calls of one model turn run at once where that is safe, up to
+// Options.MaxParallelCalls (default 4): read-only tools (readOnlyHint,
+// tool_search) beside each other, writes beside calls on other paths and
+// one path's writes in call order, execute and tools without annotations
+// alone (the rule of Claude Code and Codex; run.classify in parallel.go).
+// Results go back in call order, each paired with its call and, in a turn
+// of several, headed by a line naming it (BH-070, BH-071); each call's
+// record is written when it ends; one failure does not stop its siblings;
+// a stop gives each running call a cancelled result with its partial
+// output (BH-073).
+//
 // [Agent.Run] is an iter.Seq2[Event, error]: text deltas, tool-call
 // starts, live output and progress, results, human decisions, and a final
 // Done event carrying the [Summary] (stop reason, failures by stage, the

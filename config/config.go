@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"reflect"
 	"sort"
@@ -238,6 +239,21 @@ type Agent struct {
 	// characters, toolCallId for view_tool_call); older ones are counted
 	// and `aibuddy calls list --task` lists them. Count; default 25.
 	ContextNoteCalls int `json:"contextNoteCalls,omitempty"`
+	// MaxParallelCalls is the most tool calls of one model turn that run
+	// at once: read-only tools (readOnlyHint, tool_search) beside each
+	// other, writes beside calls on other paths (one path's writes in
+	// call order), execute and tools without annotations alone. Results
+	// go back in call order. Count; default 4; 1 runs every call alone.
+	MaxParallelCalls int `json:"maxParallelCalls,omitempty"`
+	// ParallelTools names tools (glob patterns, "server__*") whose calls
+	// may run beside others although they are not marked read-only: an
+	// MCP tool without annotations known to be safe, or "execute".
+	// Default none.
+	ParallelTools []string `json:"parallelTools,omitempty"`
+	// SerialTools names tools (glob patterns) whose calls always run
+	// alone, even when read-only. Omitted: ["ask_user_question"] (it asks
+	// a person); [] means none.
+	SerialTools []string `json:"serialTools,omitempty"`
 }
 
 // Records configures the call records. Zero means the default given.
@@ -635,6 +651,7 @@ func (c *Config) validate() error {
 		"mcp.oauth.clockSkew":    int64(c.MCP.OAuth.ClockSkew),
 		"records.maxBatch":       int64(c.Records.MaxBatch),
 		"agent.contextNoteCalls": int64(c.Agent.ContextNoteCalls),
+		"agent.maxParallelCalls": int64(c.Agent.MaxParallelCalls),
 	}
 	var bad []string
 	for k, v := range ints {
@@ -726,6 +743,13 @@ func (c *Config) validate() error {
 	for i, e := range l.ExecEnv {
 		if err := sandbox.ValidEnvOverride(e); err != nil {
 			return fmt.Errorf("limits.execEnv[%d]: %v", i, err)
+		}
+	}
+	for where, pats := range map[string][]string{"agent.parallelTools": c.Agent.ParallelTools, "agent.serialTools": c.Agent.SerialTools} {
+		for i, p := range pats {
+			if _, err := path.Match(p, ""); err != nil || p == "" {
+				return fmt.Errorf("%s[%d] %q is not a tool name or glob pattern (\"*\", \"?\", \"[a-z]\"); fix or remove it", where, i, p)
+			}
 		}
 	}
 	for i, k := range c.ToolKeys {

@@ -82,3 +82,29 @@ func TestParseErrorsNameTheKey(t *testing.T) {
 		}
 	}
 }
+
+// The agent's parallel-call keys: an omitted serialTools stays nil (the
+// agent's default, ask_user_question), [] is an empty list (none); bad
+// values name the key.
+func TestAgentParallelKeys(t *testing.T) {
+	c, err := config.Parse([]byte(`{"agent": {"maxParallelCalls": 2, "parallelTools": ["fx__*", "execute"], "serialTools": []}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := c.Agent; a.MaxParallelCalls != 2 || len(a.ParallelTools) != 2 || a.SerialTools == nil || len(a.SerialTools) != 0 {
+		t.Errorf("agent: %+v", a)
+	}
+	c, err = config.Parse([]byte(`{"agent": {}}`))
+	if err != nil || c.Agent.SerialTools != nil || c.Agent.MaxParallelCalls != 0 {
+		t.Errorf("defaults: %+v %v", c.Agent, err)
+	}
+	for doc, want := range map[string]string{
+		`{"agent": {"maxParallelCalls": -1}}`:      `negative values for agent.maxParallelCalls`,
+		`{"agent": {"parallelTools": ["fx__[a"]}}`: `agent.parallelTools[0] "fx__[a" is not a tool name or glob pattern`,
+		`{"agent": {"serialTools": [""]}}`:         `agent.serialTools[0] "" is not a tool name`,
+	} {
+		if _, err := config.Parse([]byte(doc)); !errors.Is(err, config.ErrInvalid) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: got %v, want an ErrInvalid containing %q", doc, err, want)
+		}
+	}
+}

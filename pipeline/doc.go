@@ -12,6 +12,7 @@
 //	Options.Middleware the embedder's own, here and only here
 //	Parameters        input checked against the tool's compiled schema
 //	Authorization     approval.Gate: denied, confirmed by a person, or refused
+//	Path lock         a call writing files waits for others writing them
 //	Execution         the tool set's Call (handler, group result hook)
 //	Verification      the tool's declared check of its effect (tool.Spec.Verify)
 //	Record closes     final record (output, evidence, stage, outcome), then the

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/aibuddy/aibuddy/approval"
 	"github.com/aibuddy/aibuddy/capability"
@@ -78,4 +79,22 @@ func ExampleNew() {
 	// calling read_file
 	// c2: outcome error, stage "authorization", verified <nil>
 	// c3: outcome error, stage "discovery", verified <nil>
+}
+
+// The key of the per-path write lock: inside the workspace, the spellings
+// of one file are one key.
+func ExamplePathKey() {
+	ws, _ := os.MkdirTemp("", "pathkey")
+	defer os.RemoveAll(ws)
+	ws, _ = filepath.EvalSymlinks(ws)
+	for _, p := range []string{"nums.txt", "./nums.txt", "sub/../nums.txt", filepath.Join(ws, "nums.txt")} {
+		fmt.Println(strings.TrimPrefix(pipeline.PathKey(ws, p), ws))
+	}
+	fmt.Println(pipeline.PathKey("", "./a/b/../c.txt"))
+	// Output:
+	// /nums.txt
+	// /nums.txt
+	// /nums.txt
+	// /nums.txt
+	// a/c.txt
 }

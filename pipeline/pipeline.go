@@ -90,6 +90,10 @@ type Options struct {
 	NewCallID func() string
 	// Logger receives store failures. Default: discard.
 	Logger *slog.Logger
+	// Workspace is the workspace root the per-path write lock resolves
+	// relative paths in ([PathKey]), so "a.txt", "./a.txt" and its
+	// absolute path share one lock. Default "": paths are only cleaned.
+	Workspace string
 }
 
 // Pipeline is the chain of stages one call goes through, assembled once
@@ -97,8 +101,9 @@ type Options struct {
 // no per-run state: [Pipeline.Handler] gives each run its own entry. Safe
 // for concurrent use.
 type Pipeline struct {
-	opts Options
-	rec  *result.Recorder // nil without a Store
+	opts  Options
+	rec   *result.Recorder // nil without a Store
+	locks *pathLocks       // the per-path write lock of every run served
 }
 
 // New returns the pipeline of opts (nil: defaults). aibuddy mcp, run and
@@ -109,6 +114,7 @@ func New(opts *Options) *Pipeline {
 	if opts != nil {
 		p.opts = *opts
 	}
+	p.locks = &pathLocks{root: p.opts.Workspace, held: map[string]*pathLock{}}
 	if p.opts.Now == nil {
 		p.opts.Now = time.Now
 	}
@@ -169,7 +175,9 @@ func Fixed(set *capability.Set, d Dispatcher) func() (*capability.Set, Dispatche
 //  5. Authorization: approval.Gate with Options.Policy and Confirmer
 //     (denied, confirmed, rejected, or nobody to ask);
 //  6. Execution: the set's Call (the tool's handler, its group's result
-//     hook);
+//     hook), for a call that writes files (tool.Access kind Edit) once no
+//     other call of any run of this pipeline writes one of them (a lock
+//     per path, [PathKey], held through Verification);
 //  7. Verification: the tool's declared check of its effect ([Verify]);
 //  8. Record (closes): the final record (raw output with its evidence,
 //     stage, outcome) is written, then the result is bounded for the
@@ -184,6 +192,7 @@ func Fixed(set *capability.Set, d Dispatcher) func() (*capability.Set, Dispatche
 func (p *Pipeline) Handler(run Run) Handler {
 	h := Handler(execution)
 	h = p.verification(h)
+	h = p.pathLock(h)
 	h = p.authorization(run)(h)
 	h = parameters(h)
 	for i := len(p.opts.Middleware) - 1; i >= 0; i-- {

@@ -240,7 +240,7 @@ func (r *run) close() {
 // policy puts to a person, at the Authorization stage.
 func (r *run) pipeline(confirm approval.Confirmer) *pipeline.Pipeline {
 	o := &pipeline.Options{Store: r.store, Background: r.life, MaxModelChars: r.cfg.Limits.ResultMaxChars,
-		Policy: r.policy, Confirmer: confirm, Logger: r.logger}
+		Policy: r.policy, Confirmer: confirm, Logger: r.logger, Workspace: r.workspace}
 	if r.precompact && r.compactor != nil {
 		o.Compactor = r.compactor
 	}

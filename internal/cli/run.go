@@ -173,6 +173,10 @@ endpoint, "off" closes it.`,
 				Logger:           r.logger,
 				ContextBudget:    r.cfg.Agent.ContextBudgetTokens,
 				ContextNoteCalls: r.cfg.Agent.ContextNoteCalls,
+				MaxParallelCalls: r.cfg.Agent.MaxParallelCalls,
+				ParallelTools:    r.cfg.Agent.ParallelTools,
+				SerialTools:      r.cfg.Agent.SerialTools,
+				Workspace:        r.workspace,
 			}
 			if r.mcp != nil {
 				current, cancel := liveSet(r)
