@@ -77,8 +77,9 @@ makes (256 random bits) and keeps in the data folder's http-token file (mode
 			// Every session's calls go through one pipeline; high-impact
 			// actions are put to the user through the host (elicitation),
 			// or refused when it cannot ask.
+			expect := r.newExpectations()
 			opts := &mcpserver.Options{Version: Version, Logger: r.logger, Discovery: r.discovery,
-				Pipeline: r.pipeline(mcpserver.ElicitConfirmer{}), ServerStatus: r.serverStatus}
+				Pipeline: r.pipeline(mcpserver.ElicitConfirmer{}), ServerStatus: r.serverStatus, Pending: expect.pending}
 			gw := &gateways{r: r, opts: opts, life: ctx}
 			// On SIGTERM/SIGINT (ctx done) every call in flight is
 			// cancelled (execute stops its process group) and waited for,
@@ -89,8 +90,7 @@ makes (256 random bits) and keeps in the data folder's http-token file (mode
 			abandon := afterStop(ctx, r.cfg.MCP.StopGrace.D())
 			defer gw.waitInflight(abandon, r.logger)
 			if r.mcp != nil {
-				cancel := r.mcp.Subscribe(gw.refresh)
-				defer cancel()
+				defer gw.watchUpstream(ctx, r.mcp, expect, r.cfg.MCP.ListChangedInterval.D())()
 			}
 			if httpAddr == "" {
 				if isTerminal(cmd.InOrStdin()) {
