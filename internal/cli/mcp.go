@@ -41,7 +41,10 @@ The built-in tools are listed directly. MCP servers from the settings'
 "mcpServers" are connected and their tools listed directly or deferred by the
 count gates; deferred tools are found with tool_search, which activates them
 (the host is told with notifications/tools/list_changed; call_tool reaches an
-activated tool for hosts that never refresh their list).
+activated tool for hosts that never refresh their list). The gates count the
+servers still connecting too (each with its tool count from the last start,
+kept in the data folder, else mcp.expectedToolsPerServer), so tool_search is
+listed from the first tools/list when their tools are expected to be deferred.
 
 Over stdio (the default) stdout carries protocol frames only; logs go to
 stderr. With --http ADDR it serves streamable HTTP at http://ADDR/mcp, one
