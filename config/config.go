@@ -95,6 +95,20 @@ type MCP struct {
 	// initTimeout or more to always wait for every server. `aibuddy run`
 	// and `aibuddy tools` always wait for every server.
 	StartupWait Duration `json:"startupWait,omitempty"`
+	// ExpectedToolsPerServer is how many tools the count gates expect of a
+	// server that is still connecting and whose count is not known from an
+	// earlier start (the data folder's mcp-tool-counts.json keeps the last
+	// count of each server). With the default 1, 31 or more configured
+	// servers defer every MCP tool, and list tool_search, from the host's
+	// first tools/list. Default 1 (the least a server that serves tools
+	// brings).
+	ExpectedToolsPerServer int `json:"expectedToolsPerServer,omitempty"`
+	// ListChangedInterval is the least time between two refreshes of
+	// `aibuddy mcp`'s tool list after upstream servers joined, failed or
+	// changed their tools: changes within it are taken together, so the
+	// host gets one notifications/tools/list_changed for a burst of
+	// servers joining rather than one per server. Default 250 ms.
+	ListChangedInterval Duration `json:"listChangedInterval,omitempty"`
 	// MaxFrameBytes bounds one inbound message of `aibuddy mcp` over stdio
 	// (bytes, one JSON-RPC line); a larger one is answered with a JSON-RPC
 	// error and skipped. Default 64 MiB.
@@ -640,6 +654,8 @@ func (c *Config) validate() error {
 		"discovery.searchResults": int64(c.Discovery.SearchResults), "discovery.searchMax": int64(c.Discovery.SearchMax),
 		"dataRetention": int64(c.DataRetention), "mcp.initTimeout": int64(c.MCP.InitTimeout), "mcp.callTimeout": int64(c.MCP.CallTimeout), "mcp.startupWait": int64(c.MCP.StartupWait), "mcp.maxFrameBytes": c.MCP.MaxFrameBytes, "mcp.drainGrace": int64(c.MCP.DrainGrace),
 		"mcp.stopGrace":              int64(c.MCP.StopGrace),
+		"mcp.listChangedInterval":    int64(c.MCP.ListChangedInterval),
+		"mcp.expectedToolsPerServer": int64(c.MCP.ExpectedToolsPerServer),
 		"compaction.thresholdTokens": int64(c.Compaction.ThresholdTokens), "compaction.targetTokens": int64(c.Compaction.TargetTokens),
 		"compaction.workers": int64(c.Compaction.Workers), "compaction.viewMaxChars": int64(c.Compaction.ViewMaxChars),
 		"compaction.viewMaxTokens": int64(c.Compaction.ViewMaxTokens), "compaction.viewMaxJSONBytes": c.Compaction.ViewMaxJSONBytes,

@@ -25,6 +25,13 @@ type Options struct {
 	// activated), and the answer says how many; the first candidate is
 	// always given whole, because a schema cut short is unusable.
 	MaxOutput int
+	// Pending are the MCP servers still connecting with the tools each is
+	// expected to bring (see [Pending]); nil when every server has answered.
+	// The gates count them ([DecideExpecting]), and tool_search is listed
+	// while their tools are expected to be deferred ([ExpectDeferral]),
+	// before any is. Unlike the fields above it describes one moment, so
+	// a host builds a new catalog as servers join.
+	Pending Pending
 }
 
 // Defaults of [Options].
@@ -72,6 +79,8 @@ type Catalog struct {
 	toolOf    []int          // index doc -> position in entries
 	index     *index
 	unusable  map[string]error // direct tools whose schema did not compile
+	expecting bool             // pending servers' tools are expected to be deferred
+	pending   Pending
 }
 
 // NewCatalog applies the gates g to entries and indexes the deferred
@@ -98,7 +107,9 @@ func NewCatalogWith(entries []Entry, opts *Options) *Catalog {
 		c.byName[e.Tool.Name()] = len(c.entries)
 		c.entries = append(c.entries, e)
 	}
-	c.decisions = Decide(c.entries, c.opts.Gates)
+	c.decisions = DecideExpecting(c.entries, c.opts.Gates, c.opts.Pending)
+	c.expecting = ExpectDeferral(c.entries, c.opts.Gates, c.opts.Pending)
+	c.pending = c.opts.Pending
 	c.deferred = make([]bool, len(c.entries))
 	c.unusable = map[string]error{}
 	for i, d := range c.decisions {
@@ -155,6 +166,15 @@ func (c *Catalog) Unusable() map[string]error {
 
 // Deferred reports how many tools are deferred.
 func (c *Catalog) Deferred() int { return c.nDeferred }
+
+// Searchable reports whether tool_search is listed: some tool is
+// deferred, or the tools of servers still connecting are expected to be
+// (Options.Pending).
+func (c *Catalog) Searchable() bool { return c.nDeferred > 0 || c.expecting }
+
+// Expecting reports how many servers are still connecting and how many
+// tools they are expected to bring, as Options.Pending gave them.
+func (c *Catalog) Expecting() (servers, tools int) { return len(c.pending), c.pending.Total() }
 
 // Exposure returns how the named tool is exposed; false when the catalog
 // has no such tool.

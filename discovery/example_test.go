@@ -47,3 +47,32 @@ func Example() {
 	// github__close_issue ran
 	// 3 active; 2 in a fresh run
 }
+
+// With 40 MCP servers configured and two answered so far (3 tools each),
+// the gates count the 38 still connecting (one tool each expected, or
+// their counts from the last start): every MCP tool is deferred and
+// tool_search is listed before most servers have joined.
+func ExampleDecideExpecting() {
+	def := func(name string) *tool.Tool {
+		return tool.MustDefine(tool.Spec{Name: name, InputSchema: json.RawMessage(`{"type":"object"}`),
+			Handler: func(ctx context.Context, c *tool.Call) (*tool.Result, error) { return tool.Text("ok"), nil }})
+	}
+	var entries []discovery.Entry
+	for _, s := range []string{"a", "b"} {
+		for _, n := range []string{"get", "put", "list"} {
+			entries = append(entries, discovery.Entry{Tool: def(s + "__" + n), Server: s})
+		}
+	}
+	pending := discovery.Pending{}
+	for i := range 38 {
+		pending[fmt.Sprintf("s%02d", i)] = 1
+	}
+	fmt.Println(discovery.DecideExpecting(entries, discovery.Gates{}, pending)[0].Gate)
+	fmt.Println(discovery.DecideExpecting(entries, discovery.Gates{}, nil)[0].Exposure)
+	cat := discovery.NewCatalogWith(entries, &discovery.Options{Pending: pending})
+	fmt.Println(cat.Deferred(), cat.Searchable())
+	// Output:
+	// 44 MCP tools in all (6 listed, 38 expected from 38 servers still connecting) > 30: every MCP tool deferred
+	// direct
+	// 6 true
+}

@@ -86,17 +86,59 @@ type Decision struct {
 // Built-in core tools (Server "") are always direct and do not count. The
 // total gate is checked first: when it fires, every MCP tool is deferred
 // whatever its server's count. Decisions come back in entry order; entries
-// with a nil Tool are skipped.
+// with a nil Tool are skipped. Decide is DecideExpecting with nothing
+// pending.
 func Decide(entries []Entry, g Gates) []Decision {
+	return DecideExpecting(entries, g, nil)
+}
+
+// Pending are the MCP servers that are configured but have not answered
+// yet (still connecting), each with the number of tools it is expected to
+// bring: the count it brought last time (aibuddy keeps the last known count
+// per server in the data folder), else an assumed count
+// (mcp.expectedToolsPerServer, default 1: a configured server brings at
+// least one tool). A server that has connected is not pending: its real
+// count is in the entries.
+type Pending map[string]int
+
+// Total is the sum of the expected counts.
+func (p Pending) Total() int {
+	n := 0
+	for _, c := range p {
+		if c > 0 {
+			n += c
+		}
+	}
+	return n
+}
+
+// DecideExpecting applies the count gates to the tools that are known
+// (entries) plus the tools the pending servers are expected to bring, so
+// the exposure is decided on what is configured rather than on who
+// answered first (issue 13, "Gates on what is configured"): with 70
+// configured servers of which 20 have answered, the total gate already
+// counts at least 70 tools and defers every MCP tool, so the host's first
+// list holds tool_search instead of 20 direct tools that would move into
+// the index one list_changed later. A pending server counts for the total
+// gate and for its own per-server gate (see [ExpectDeferral]); it has no
+// entries, so it gets no decision here. Rule (a tool-count analogue of
+// Claude Code's tool search "auto" mode, which defers once MCP tool
+// definitions would pass a share of the context window, counted over every
+// configured server rather than those connected so far): the seed's gates,
+// over actual counts for connected servers and expected counts for
+// pending ones.
+func DecideExpecting(entries []Entry, g Gates, pending Pending) []Decision {
 	g = g.withDefaults()
 	perServer := map[string]int{}
-	total := 0
+	known := 0
 	for _, e := range entries {
 		if e.Tool != nil && e.Server != "" {
 			perServer[e.Server]++
-			total++
+			known++
 		}
 	}
+	expected := pending.Total()
+	total := known + expected
 	out := make([]Decision, 0, len(entries))
 	for _, e := range entries {
 		if e.Tool == nil {
@@ -107,6 +149,10 @@ func Decide(entries []Entry, g Gates) []Decision {
 		switch {
 		case e.Server == "":
 			d.Exposure, d.Rule, d.Gate = Direct, RuleCore, "core: always direct"
+		case total > g.Total && expected > 0:
+			d.Exposure, d.Rule = Deferred, RuleTotal
+			d.Gate = fmt.Sprintf("%d MCP tools in all (%d listed, %d expected from %d servers still connecting) > %d: every MCP tool deferred",
+				total, known, expected, len(pending), g.Total)
 		case total > g.Total:
 			d.Exposure, d.Rule = Deferred, RuleTotal
 			d.Gate = fmt.Sprintf("%d MCP tools in all > %d: every MCP tool deferred", total, g.Total)
@@ -121,4 +167,31 @@ func Decide(entries []Entry, g Gates) []Decision {
 		out = append(out, d)
 	}
 	return out
+}
+
+// ExpectDeferral reports whether some pending server's tools are expected
+// to be deferred when it joins: the known and expected MCP tools together
+// pass g.Total, or one pending server is expected to bring more than
+// g.PerServer. Then tool_search is listed from the start, so the host
+// holds it before those tools arrive.
+func ExpectDeferral(entries []Entry, g Gates, pending Pending) bool {
+	g = g.withDefaults()
+	if len(pending) == 0 {
+		return false
+	}
+	total := pending.Total()
+	for _, e := range entries {
+		if e.Tool != nil && e.Server != "" {
+			total++
+		}
+	}
+	if total > g.Total {
+		return true
+	}
+	for _, n := range pending {
+		if n > g.PerServer {
+			return true
+		}
+	}
+	return false
 }

@@ -79,13 +79,13 @@ func (r *Run) departure(name string) (Departure, bool) {
 func (r *Run) departedError(name string, d Departure) *tool.Error {
 	if d.Down != "" {
 		hint := fmt.Sprintf("check MCP server %s (its command, logs or address) or ask the user to; until it is back, do the task with other tools", d.Server)
-		if r.c.nDeferred > 0 {
+		if r.c.Searchable() {
 			hint += ", found with " + ToolSearchName
 		}
 		return tool.Errorf(tool.Execution, "MCP server %s is %s; %q was not called", d.Server, d.Down, name).WithHint(hint)
 	}
 	hint := fmt.Sprintf("call %s again to find what MCP server %s offers now, or another tool for the action", ToolSearchName, d.Server)
-	if r.c.nDeferred == 0 {
+	if !r.c.Searchable() {
 		hint = fmt.Sprintf("the tool list changed at the refresh: call one of the tools listed now (MCP server %s's current tools included)", d.Server)
 	}
 	return tool.Errorf(tool.Discovery, "tool %q is no longer offered by MCP server %s (removed at refresh), so the call was not executed", name, d.Server).
@@ -132,6 +132,9 @@ func (c *Catalog) searchDescription() string {
 			b.WriteString(" Deferred tools come from: " + strings.Join(parts, ", ") + ".")
 		}
 	}
+	if n, _ := c.Expecting(); n > 0 && c.expecting {
+		fmt.Fprintf(&b, " %d more MCP server(s) are still connecting; their tools join this search as they connect (the tool list changes then).", n)
+	}
 	return b.String()
 }
 
@@ -159,7 +162,7 @@ func (r *Run) OnActivate(fn func(names []string)) {
 // deferred.
 func (r *Run) IsActive(name string) bool {
 	if name == ToolSearchName {
-		return r.c.nDeferred > 0
+		return r.c.Searchable()
 	}
 	i, ok := r.c.byName[name]
 	if !ok {
@@ -187,7 +190,7 @@ func (r *Run) Active() []*tool.Tool {
 			out = append(out, e.Tool)
 		}
 	}
-	if r.c.nDeferred > 0 {
+	if r.c.Searchable() {
 		out = append(out, r.search)
 	}
 	for i, e := range r.c.entries {
@@ -293,7 +296,7 @@ func (r *Run) Dispatch(ctx context.Context, call *tool.Call, next func(context.C
 		call = &tool.Call{}
 	}
 	name := call.Name
-	if name == ToolSearchName && r.c.nDeferred > 0 {
+	if name == ToolSearchName && r.c.Searchable() {
 		return r.search.Call(ctx, call)
 	}
 	if r.IsActive(name) {
@@ -315,7 +318,7 @@ func (r *Run) Dispatch(ctx context.Context, call *tool.Call, next func(context.C
 		return tool.ErrorResult(r.departedError(name, d), name)
 	}
 	hint := "call one of the tools listed for this run"
-	if r.c.nDeferred > 0 {
+	if r.c.Searchable() {
 		hint = fmt.Sprintf("describe the action to %s to find a tool that does it", ToolSearchName)
 	}
 	return tool.ErrorResult(tool.Errorf(tool.Discovery, "no tool named %q exists in this run, so the call was not executed", name).
@@ -347,6 +350,12 @@ func (r *Run) handleSearch(_ context.Context, call *tool.Call) (*tool.Result, er
 	}
 	if k > r.c.opts.MaxResults {
 		k, capped = r.c.opts.MaxResults, true
+	}
+	if r.c.nDeferred == 0 && r.c.expecting {
+		n, _ := r.c.Expecting()
+		return tool.TextWith(fmt.Sprintf("No tool is deferred yet: %d MCP server(s) are still connecting and their tools join this search as they connect "+
+			"(the tool list changes then, with notifications/tools/list_changed). Use the listed tools meanwhile, or search again after the list changed.", n),
+			tool.Evidence{"matched": 0, "activated": []string{}, "pendingServers": n}), nil
 	}
 	if r.c.nDeferred == 0 {
 		return tool.TextWith("No tools are deferred in this run: every available tool is already loaded.",

@@ -47,6 +47,11 @@
 //     answers at once, at the Execution stage, for a server that is not
 //     connected. Server isError results become Execution-stage errors;
 //     ctx cancellation reaches the server as notifications/cancelled.
+//   - Expectations: [Manager.Expected] says which servers are still
+//     connecting and how many tools each is expected to bring (its count
+//     from the last start, kept with [WriteToolCounts] in the data folder's
+//     [ToolCountsFile], else an assumed count), so the count gates decide
+//     on what is configured rather than on who answered first.
 //   - Teardown: [Manager.Close] closes stdin, waits, then terminates and
 //     kills each stdio server's process group, each step bounded.
 package mcpclient

@@ -66,6 +66,15 @@ type Options struct {
 	// whose server has none as "MCP server S is not connected or offers no
 	// tools now".
 	ServerStatus func(server string) (connected bool, why string)
+	// Pending, when set, says which upstream MCP servers are still
+	// connecting and how many tools each is expected to bring
+	// (mcpclient.Manager.Expected over the last known counts). The gates
+	// count them at every Update (discovery.DecideExpecting): when their
+	// tools are expected to be deferred, tool_search is listed before any
+	// of them has joined, and the MCP tools already there are deferred
+	// with them instead of being listed directly and moved into the index
+	// later. nil means nothing is pending.
+	Pending func() discovery.Pending
 	// Wrap, when set, is the host's middleware around every call, outside
 	// the whole pipeline (before its record opens, after it closes):
 	// aibuddy mcp counts calls in flight there and cancels them when it
@@ -108,6 +117,7 @@ type Gateway struct {
 	set       *capability.Set
 	run       *discovery.Run
 	listed    map[string]bool   // tool names on the server's list
+	shown     map[string]string // tool name on the list -> what the host was given (describeKey)
 	activated []string          // names tool_search activated, kept across Update
 	proxy     *tool.Tool        // call_tool, defined once
 	served    map[string]string // every MCP tool of any set so far -> its server
@@ -145,7 +155,7 @@ func NewGateway(set *capability.Set, opts *Options) *Gateway {
 	if o.TaskID == "" {
 		o.TaskID = "mcp-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	}
-	g := &Gateway{opts: o, listed: map[string]bool{}, served: map[string]string{}, prefixes: map[string]string{}}
+	g := &Gateway{opts: o, listed: map[string]bool{}, shown: map[string]string{}, served: map[string]string{}, prefixes: map[string]string{}}
 	g.proxy = g.callTool()
 	g.handle = o.Pipeline.Handler(pipeline.Run{TaskID: o.TaskID, Tools: g.tools})
 	if o.Wrap != nil {
@@ -214,9 +224,13 @@ func (g *Gateway) Run() *discovery.Run {
 }
 
 // Update replaces the tool set (after an MCP server's tools changed): the
-// gates are re-evaluated over the new set, tools activated so far stay
-// active when they still exist, and the server's list is brought in line
-// (tools added or removed, with one list_changed notification each). A
+// gates are re-evaluated over the new set (and the servers still pending,
+// Options.Pending), tools activated so far stay active when they still
+// exist, and the server's list is brought in line: tools added or removed,
+// and a listed tool whose description, schema or annotations changed (the
+// count of deferred tools tool_search's description states) given again;
+// the SDK sends one notifications/tools/list_changed for the changes of
+// one Update (it debounces them by 10 ms), none when nothing changed. A
 // later call to a tool that left is a Discovery-stage error naming its
 // server (see Options.ServerStatus).
 func (g *Gateway) Update(set *capability.Set) {
@@ -231,7 +245,14 @@ func (g *Gateway) Update(set *capability.Set) {
 			}
 		}
 	}
-	cat := discovery.NewCatalogWith(discovery.EntriesOf(set), g.opts.Discovery)
+	var dopts discovery.Options
+	if g.opts.Discovery != nil {
+		dopts = *g.opts.Discovery
+	}
+	if g.opts.Pending != nil {
+		dopts.Pending = g.opts.Pending()
+	}
+	cat := discovery.NewCatalogWith(discovery.EntriesOf(set), &dopts)
 	run := cat.NewRun()
 	run.Activate(g.activated...)
 	run.OnActivate(func(names []string) { g.onActivate(run, names) })
@@ -309,22 +330,41 @@ func (g *Gateway) syncLocked() {
 		if want[n] == nil {
 			gone = append(gone, n)
 			delete(g.listed, n)
+			delete(g.shown, n)
 		}
 	}
 	if len(gone) > 0 {
 		sort.Strings(gone)
 		g.srv.RemoveTools(gone...)
 	}
-	for _, t := range g.run.Active() {
-		if !g.listed[t.Name()] {
-			g.srv.AddTool(describe(t), g.handler(t.Name()))
-			g.listed[t.Name()] = true
+	list := func(t *tool.Tool) {
+		// A tool listed already is given again only when what the host
+		// holds of it changed (AddTool replaces it and notifies).
+		mt := describe(t)
+		key := describeKey(mt)
+		if g.listed[t.Name()] && g.shown[t.Name()] == key {
+			return
 		}
+		g.srv.AddTool(mt, g.handler(t.Name()))
+		g.listed[t.Name()] = true
+		g.shown[t.Name()] = key
 	}
-	if t := want[CallToolName]; t != nil && !g.listed[CallToolName] {
-		g.srv.AddTool(describe(t), g.handler(CallToolName))
-		g.listed[CallToolName] = true
+	for _, t := range g.run.Active() {
+		list(t)
 	}
+	if t := want[CallToolName]; t != nil {
+		list(t)
+	}
+}
+
+// describeKey is what a host holds of one listed tool, as one string: a
+// change in it is a change of the list.
+func describeKey(mt *mcp.Tool) string {
+	b, err := json.Marshal(mt)
+	if err != nil {
+		return mt.Name + "\x00" + mt.Description
+	}
+	return string(b)
 }
 
 // tools is the pipeline's view of the gateway for one call: the current

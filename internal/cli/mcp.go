@@ -41,7 +41,10 @@ The built-in tools are listed directly. MCP servers from the settings'
 "mcpServers" are connected and their tools listed directly or deferred by the
 count gates; deferred tools are found with tool_search, which activates them
 (the host is told with notifications/tools/list_changed; call_tool reaches an
-activated tool for hosts that never refresh their list).
+activated tool for hosts that never refresh their list). The gates count the
+servers still connecting too (each with its tool count from the last start,
+kept in the data folder, else mcp.expectedToolsPerServer), so tool_search is
+listed from the first tools/list when their tools are expected to be deferred.
 
 Over stdio (the default) stdout carries protocol frames only; logs go to
 stderr. With --http ADDR it serves streamable HTTP at http://ADDR/mcp, one
@@ -77,8 +80,9 @@ makes (256 random bits) and keeps in the data folder's http-token file (mode
 			// Every session's calls go through one pipeline; high-impact
 			// actions are put to the user through the host (elicitation),
 			// or refused when it cannot ask.
+			expect := r.newExpectations()
 			opts := &mcpserver.Options{Version: Version, Logger: r.logger, Discovery: r.discovery,
-				Pipeline: r.pipeline(mcpserver.ElicitConfirmer{}), ServerStatus: r.serverStatus}
+				Pipeline: r.pipeline(mcpserver.ElicitConfirmer{}), ServerStatus: r.serverStatus, Pending: expect.pending}
 			gw := &gateways{r: r, opts: opts, life: ctx}
 			// On SIGTERM/SIGINT (ctx done) every call in flight is
 			// cancelled (execute stops its process group) and waited for,
@@ -89,8 +93,7 @@ makes (256 random bits) and keeps in the data folder's http-token file (mode
 			abandon := afterStop(ctx, r.cfg.MCP.StopGrace.D())
 			defer gw.waitInflight(abandon, r.logger)
 			if r.mcp != nil {
-				cancel := r.mcp.Subscribe(gw.refresh)
-				defer cancel()
+				defer gw.watchUpstream(ctx, r.mcp, expect, r.cfg.MCP.ListChangedInterval.D())()
 			}
 			if httpAddr == "" {
 				if isTerminal(cmd.InOrStdin()) {
