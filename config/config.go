@@ -129,6 +129,17 @@ type MCP struct {
 	// proxies, ...; mcpclient.DefaultInheritEnv). Anything else reaches a
 	// server only through its "env" entry.
 	InheritEnv []string `json:"inheritEnv,omitempty"`
+	// MaxInputRounds bounds the input-required replies one upstream
+	// tools/call may get (MCP 2026-07-28 multi round-trip requests: a
+	// question for the user inside the reply, the call sent again with
+	// the answer); a server still asking after that many rounds has the
+	// call stopped with an Execution-stage error. Default 4.
+	MaxInputRounds int `json:"maxInputRounds,omitempty"`
+	// ProtocolVersion is the newest MCP protocol version aibuddy offers
+	// upstream servers (one of 2026-07-28, 2025-11-25, 2025-06-18,
+	// 2025-03-26, 2024-11-05); each server may settle on an older one it
+	// supports. Default: the newest (2026-07-28).
+	ProtocolVersion string `json:"protocolVersion,omitempty"`
 
 	// The keys below bound `aibuddy mcp --http` (the server side).
 
@@ -610,7 +621,7 @@ func (c *Config) validate() error {
 		"limits.resultMaxChars":   int64(l.ResultMaxChars),
 		"discovery.searchResults": int64(c.Discovery.SearchResults), "discovery.searchMax": int64(c.Discovery.SearchMax),
 		"dataRetention": int64(c.DataRetention), "mcp.initTimeout": int64(c.MCP.InitTimeout), "mcp.callTimeout": int64(c.MCP.CallTimeout), "mcp.startupWait": int64(c.MCP.StartupWait), "mcp.maxFrameBytes": c.MCP.MaxFrameBytes, "mcp.drainGrace": int64(c.MCP.DrainGrace),
-		"mcp.stopGrace":              int64(c.MCP.StopGrace),
+		"mcp.stopGrace":              int64(c.MCP.StopGrace), "mcp.maxInputRounds": int64(c.MCP.MaxInputRounds),
 		"compaction.thresholdTokens": int64(c.Compaction.ThresholdTokens), "compaction.targetTokens": int64(c.Compaction.TargetTokens),
 		"compaction.workers": int64(c.Compaction.Workers), "compaction.viewMaxChars": int64(c.Compaction.ViewMaxChars),
 		"compaction.viewMaxTokens": int64(c.Compaction.ViewMaxTokens), "compaction.viewMaxJSONBytes": c.Compaction.ViewMaxJSONBytes,
@@ -653,6 +664,11 @@ func (c *Config) validate() error {
 	}
 	if t := c.Compaction; t.ThresholdTokens > 0 && t.TargetTokens >= t.ThresholdTokens {
 		return fmt.Errorf("compaction.targetTokens (%d) must be below compaction.thresholdTokens (%d)", t.TargetTokens, t.ThresholdTokens)
+	}
+	switch c.MCP.ProtocolVersion {
+	case "", "2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05":
+	default:
+		return fmt.Errorf("mcp.protocolVersion: %q is not an MCP protocol version aibuddy speaks (want 2026-07-28, 2025-11-25, 2025-06-18, 2025-03-26 or 2024-11-05; omit it for the newest)", c.MCP.ProtocolVersion)
 	}
 	if o := c.MCP.OAuth; o.Issuer != "" && o.Resource == "" {
 		return fmt.Errorf("mcp.oauth.resource is required with mcp.oauth.issuer: set it to this server's public URL, such as \"https://tools.example.com/mcp\"")

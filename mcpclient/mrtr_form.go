@@ -44,6 +44,9 @@ func FormElicitor(a approval.Asker) Elicitor {
 			switch {
 			case f.typ == "boolean":
 				q.Options = []string{"yes", "no"}
+			case f.typ == "array":
+				label += " (one or more of: " + strings.Join(f.enum, ", ") + "; comma-separated)"
+				q.Text = head + "\n" + label
 			case len(f.enum) > 0:
 				q.Options = f.enum
 			}
@@ -102,6 +105,16 @@ func (f formField) parse(s string) any {
 			return n
 		}
 		return nil
+	case "array": // several of the options, comma-separated
+		var picked []any
+		for _, p := range strings.Split(s, ",") {
+			p = strings.TrimSpace(p)
+			if len(f.enum) > 0 && !slices.Contains(f.enum, p) {
+				return nil
+			}
+			picked = append(picked, p)
+		}
+		return picked
 	}
 	if len(f.enum) > 0 && !slices.Contains(f.enum, s) {
 		return nil
@@ -139,6 +152,22 @@ func formFields(schema any) ([]formField, []string) {
 			}
 		case []string:
 			f.enum = en
+		}
+		if items, ok := pm["items"].(map[string]any); ok && f.typ == "array" { // multi-select enum
+			if en, ok := items["enum"].([]any); ok {
+				for _, x := range en {
+					f.enum = append(f.enum, fmt.Sprint(x))
+				}
+			}
+			if alts, ok := items["anyOf"].([]any); ok { // titled multi-select
+				for _, x := range alts {
+					if xm, ok := x.(map[string]any); ok {
+						if c, ok := xm["const"].(string); ok {
+							f.enum = append(f.enum, c)
+						}
+					}
+				}
+			}
 		}
 		if one, ok := pm["oneOf"].([]any); ok { // titled enum (2025-11-25)
 			for _, x := range one {

@@ -9,9 +9,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/aibuddy/aibuddy/approval"
 	"github.com/aibuddy/aibuddy/internal/fixtures/fxmrtr"
 	"github.com/aibuddy/aibuddy/mcpclient"
 	"github.com/aibuddy/aibuddy/tool"
@@ -274,5 +276,61 @@ func TestClassicElicitation(t *testing.T) {
 		if r := callName(t, m, "call-10", "fx__apply_change", `{"id":"c2"}`); r.IsError || !strings.Contains(r.AllText(), "not applied") {
 			t.Errorf("%s decline: %+v", v, r)
 		}
+	}
+}
+
+// aibuddy run's way: the form becomes ask_user_question prompts on the
+// terminal, one per field, headed by the server's name and message; an
+// empty line declines the form.
+func TestFormElicitorOnTerminal(t *testing.T) {
+	var out strings.Builder
+	term := approval.NewTerminal(strings.NewReader("yes\n\n"), &out)
+	m := connect(t, &mcpclient.Options{Elicit: mcpclient.FormElicitor(term)}, fxStdio("fx", "2026-07-28"))
+	r := callName(t, m, "c", "fx__apply_change", `{"id":"c1"}`)
+	if r.IsError || !strings.Contains(r.AllText(), "change c1 applied") {
+		t.Fatalf("yes: %s", r.AllText())
+	}
+	if !strings.Contains(out.String(), "MCP server fx asks (during apply_change): confirm deploy to staging?\nConfirm — Deploy the change.") ||
+		!strings.Contains(out.String(), "1) yes") {
+		t.Errorf("terminal shows %q", out.String())
+	}
+	if r := callName(t, m, "c", "fx__apply_change", `{"id":"c2"}`); r.IsError || !strings.Contains(r.AllText(), "not applied: the user chose decline") {
+		t.Errorf("empty line: %+v", r)
+	}
+}
+
+// The reference server-everything (TypeScript SDK, newest version
+// 2025-11-25): aibuddy offers 2026-07-28, server/discover fails, and the
+// two settle on 2025-11-25 through initialize. Its elicitation tool,
+// registered only for a client that declares elicitation, sends a classic
+// elicitation/create that reaches the Elicitor; its URL elicitation tool
+// stays away, since aibuddy never declares URL mode.
+func TestServerEverythingElicitation(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Node.js server")
+	}
+	everything := mcpclient.ServerConfig{Name: "everything", Type: mcpclient.TypeStdio, Command: nodeBin(t) + "/mcp-server-everything"}
+	el := &scripted{answers: []*mcp.ElicitResult{{Action: "accept", Content: map[string]any{"name": "Ada", "check": true}}, {Action: "decline"}}}
+	m := connect(t, &mcpclient.Options{Elicit: el.elicit, InitTimeout: 20 * time.Second}, everything)
+	st := status(t, m, "everything")
+	if st.State != mcpclient.StateConnected || st.Protocol != "2025-11-25" {
+		t.Fatalf("%s, protocol %q", st.Summary(), st.Protocol)
+	}
+	if _, ok := m.Name("everything", "trigger-url-elicitation"); ok {
+		t.Error("the URL elicitation tool is offered, so URL mode was declared")
+	}
+	r := callName(t, m, "e1", "everything__trigger-elicitation-request", `{}`)
+	if r.IsError || !strings.Contains(r.AllText(), "- Name: Ada") || !strings.Contains(r.AllText(), "- Agreed to terms: true") {
+		t.Errorf("accept: %s", r.AllText())
+	}
+	if q := el.questions(); len(q) != 1 || q[0].Tool != "trigger-elicitation-request" || q[0].Call.ID != "e1" {
+		t.Errorf("asked %+v", q)
+	}
+	if r := callName(t, m, "e2", "everything__trigger-elicitation-request", `{}`); r.IsError || !strings.Contains(r.AllText(), "User declined") {
+		t.Errorf("decline: %s", r.AllText())
+	}
+	without := connect(t, &mcpclient.Options{InitTimeout: 20 * time.Second}, everything)
+	if _, ok := without.Name("everything", "trigger-elicitation-request"); ok {
+		t.Error("without an Elicitor the server still saw elicitation declared")
 	}
 }
