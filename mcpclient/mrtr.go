@@ -103,6 +103,7 @@ type inflight struct {
 	orig  string
 	mu    sync.Mutex
 	asked []answered
+	err   error // why an elicitation/create of this call got no answer
 }
 
 // inflightSet holds a connection's calls in flight.
@@ -165,6 +166,9 @@ func (c *conn) classicElicitation(ctx context.Context, req *mcp.ElicitRequest) (
 	defer stop()
 	res, err := c.m.opts.Elicit(cctx, Elicitation{Server: c.cfg.Name, Tool: f.orig, Call: f.call, Params: req.Params})
 	if err != nil {
+		f.mu.Lock()
+		f.err = err
+		f.mu.Unlock()
 		return nil, err
 	}
 	f.mu.Lock()
@@ -193,6 +197,13 @@ func (c *conn) callRounds(ctx context.Context, sess *mcp.ClientSession, call *to
 	for round := 1; ; round++ {
 		res, err := sess.CallTool(ctx, params)
 		if err != nil {
+			f.mu.Lock()
+			why := f.err
+			f.mu.Unlock()
+			var te *tool.Error
+			if errors.As(why, &te) {
+				return nil, te // the server failed because nobody could answer it: say that, staged
+			}
 			return nil, err
 		}
 		if !res.NeedsInput() {
