@@ -621,7 +621,7 @@ func (c *Config) validate() error {
 		"limits.resultMaxChars":   int64(l.ResultMaxChars),
 		"discovery.searchResults": int64(c.Discovery.SearchResults), "discovery.searchMax": int64(c.Discovery.SearchMax),
 		"dataRetention": int64(c.DataRetention), "mcp.initTimeout": int64(c.MCP.InitTimeout), "mcp.callTimeout": int64(c.MCP.CallTimeout), "mcp.startupWait": int64(c.MCP.StartupWait), "mcp.maxFrameBytes": c.MCP.MaxFrameBytes, "mcp.drainGrace": int64(c.MCP.DrainGrace),
-		"mcp.stopGrace":              int64(c.MCP.StopGrace), "mcp.maxInputRounds": int64(c.MCP.MaxInputRounds),
+		"mcp.stopGrace":              int64(c.MCP.StopGrace),
 		"compaction.thresholdTokens": int64(c.Compaction.ThresholdTokens), "compaction.targetTokens": int64(c.Compaction.TargetTokens),
 		"compaction.workers": int64(c.Compaction.Workers), "compaction.viewMaxChars": int64(c.Compaction.ViewMaxChars),
 		"compaction.viewMaxTokens": int64(c.Compaction.ViewMaxTokens), "compaction.viewMaxJSONBytes": c.Compaction.ViewMaxJSONBytes,
@@ -633,6 +633,7 @@ func (c *Config) validate() error {
 		"mcp.oauth.clockSkew":    int64(c.MCP.OAuth.ClockSkew),
 		"records.maxBatch":       int64(c.Records.MaxBatch),
 		"agent.contextNoteCalls": int64(c.Agent.ContextNoteCalls),
+		"mcp.maxInputRounds":     int64(c.MCP.MaxInputRounds),
 	}
 	var bad []string
 	for k, v := range ints {
