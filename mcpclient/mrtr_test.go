@@ -259,11 +259,16 @@ func TestElicitationAdvertisedOnlyWhenWired(t *testing.T) {
 
 // Classic server->client elicitation/create (the fixture pinned to an
 // older version: the Go SDK sends its input request as elicitation/create)
-// goes through the same Elicitor, tied to the call in flight.
+// goes through the same Elicitor, tied to the call in flight, over stdio
+// and streamable HTTP (the request arrives on the call's event stream).
 func TestClassicElicitation(t *testing.T) {
-	for _, v := range []string{"2025-11-25", "2025-06-18"} {
+	for _, v := range []string{"2025-11-25", "2025-06-18", "http 2025-11-25"} {
 		el := &scripted{answers: []*mcp.ElicitResult{accept}}
-		m := connect(t, &mcpclient.Options{Elicit: el.elicit}, fxStdio("fx", v))
+		sc := fxStdio("fx", v)
+		if web, ok := strings.CutPrefix(v, "http "); ok {
+			sc = fxHTTP(t, "fx", web)
+		}
+		m := connect(t, &mcpclient.Options{Elicit: el.elicit}, sc)
 		r := callName(t, m, "call-9", "fx__apply_change", `{"id":"c1"}`)
 		if r.IsError || !strings.Contains(r.AllText(), "change c1 applied") || !strings.Contains(r.AllText(), "The user answered: accept") {
 			t.Errorf("%s: %s", v, r.AllText())
@@ -332,5 +337,30 @@ func TestServerEverythingElicitation(t *testing.T) {
 	without := connect(t, &mcpclient.Options{InitTimeout: 20 * time.Second}, everything)
 	if _, ok := without.Name("everything", "trigger-elicitation-request"); ok {
 		t.Error("without an Elicitor the server still saw elicitation declared")
+	}
+}
+
+// Two calls in flight on one server: a classic elicitation/create cannot
+// be tied to either, so it is refused (the server sees the error) rather
+// than put to the wrong call's user; the call that asked first, alone,
+// was asked normally.
+func TestClassicElicitationAmbiguousIsRefused(t *testing.T) {
+	asked, release := make(chan struct{}), make(chan struct{})
+	elicit := func(ctx context.Context, e mcpclient.Elicitation) (*mcp.ElicitResult, error) {
+		close(asked)
+		<-release
+		return accept, nil
+	}
+	m := connect(t, &mcpclient.Options{Elicit: elicit}, fxStdio("fx", "2025-11-25"))
+	first := make(chan *tool.Result)
+	go func() { first <- callName(t, m, "a", "fx__apply_change", `{"id":"a"}`) }()
+	<-asked
+	r := callName(t, m, "b", "fx__apply_change", `{"id":"b"}`)
+	if !r.IsError || !strings.Contains(r.AllText(), "cannot tie this elicitation to a call (2 calls in flight") {
+		t.Errorf("second call: %+v", r)
+	}
+	close(release)
+	if r := <-first; r.IsError || !strings.Contains(r.AllText(), "change a applied") {
+		t.Errorf("first call: %s", r.AllText())
 	}
 }
