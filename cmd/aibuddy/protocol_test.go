@@ -76,6 +76,19 @@ func TestMCPProtocolVersionsEndToEnd(t *testing.T) {
 	defer cancel()
 	ws := t.TempDir()
 	cfg := fxSettings(t)
+	out, err := exec.CommandContext(ctx, bin, "tools", "--json", "--config", cfg, "--workspace", ws).Output()
+	var doc struct{ MCPServers []struct{ Name, Protocol string } }
+	if err := json.Unmarshal(out, &doc); err != nil {
+		t.Fatalf("aibuddy tools: %v %s", err, out)
+	}
+	for _, s := range doc.MCPServers {
+		if want := map[string]string{"fx": "2026-07-28", "old": "2025-11-25"}[s.Name]; s.Protocol != want {
+			t.Errorf("aibuddy tools: %s speaks %q, want %q", s.Name, s.Protocol, want)
+		}
+	}
+	if err != nil || len(doc.MCPServers) != 2 {
+		t.Errorf("aibuddy tools: %v, servers %+v", err, doc.MCPServers)
+	}
 	srv := startHTTP(t, []string{"AIBUDDY_TOKEN=" + e2eToken}, "--workspace", ws, "--config", cfg)
 	for _, v := range []string{"2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"} {
 		for _, over := range []string{"stdio", "http"} {
