@@ -4,8 +4,11 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"io"
+	"net"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -362,5 +365,55 @@ func TestClassicElicitationAmbiguousIsRefused(t *testing.T) {
 	close(release)
 	if r := <-first; r.IsError || !strings.Contains(r.AllText(), "change a applied") {
 		t.Errorf("first call: %s", r.AllText())
+	}
+}
+
+// server-everything (TypeScript SDK 1.32, newest version 2025-11-25) over
+// stdio and streamable HTTP, with aibuddy offering each version: the two
+// settle on min(offer, 2025-11-25), and a call works on each.
+func TestServerEverythingVersions(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Node.js servers")
+	}
+	node := nodeBin(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	_ = ln.Close() // the server takes the port; a clash would fail its start, not pass wrongly
+	web := exec.Command(node+"/mcp-server-everything", "streamableHttp")
+	web.Env = append(os.Environ(), "PORT="+port)
+	stderr, err := web.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := web.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = web.Process.Kill(); _ = web.Wait() })
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() && !strings.Contains(sc.Text(), "listening on port") {
+	}
+	go func() { _, _ = io.Copy(io.Discard, stderr) }()
+
+	for _, offer := range specVersions {
+		want := offer
+		if offer == "2026-07-28" {
+			want = "2025-11-25"
+		}
+		m := connect(t, &mcpclient.Options{ProtocolVersion: offer, InitTimeout: 20 * time.Second},
+			mcpclient.ServerConfig{Name: "stdio", Type: mcpclient.TypeStdio, Command: node + "/mcp-server-everything"},
+			mcpclient.ServerConfig{Name: "http", Type: mcpclient.TypeHTTP, URL: "http://127.0.0.1:" + port + "/mcp"})
+		for _, name := range []string{"stdio", "http"} {
+			st := status(t, m, name)
+			if st.State != mcpclient.StateConnected || st.Protocol != want {
+				t.Errorf("offer %s over %s: %s, protocol %q, want %q", offer, name, st.Summary(), st.Protocol, want)
+				continue
+			}
+			if r := callName(t, m, "e", name+"__echo", `{"message":"v `+offer+`"}`); r.IsError || !strings.Contains(r.AllText(), "v "+offer) {
+				t.Errorf("offer %s over %s: echo: %s", offer, name, r.AllText())
+			}
+		}
 	}
 }
