@@ -2,11 +2,13 @@ package mcpclient
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -188,4 +190,29 @@ func formFields(schema any) ([]formField, []string) {
 		return out[i].name < out[j].name
 	})
 	return out, required
+}
+
+// Exchange is the question and its answer as a completed human exchange
+// (what a run records and turns into user-role text): the action is the
+// call (its ID, tool and input) with the server as scope and the question
+// as consequence, approved when the user accepted, and the note the
+// answer's content, e.g. "Approved: fx__apply_change question of MCP
+// server fx (MCP server fx): confirm deploy to staging?\nThe user said:
+// answered {"confirm":true}".
+func (e Elicitation) Exchange(res *mcp.ElicitResult, asked, at time.Time) approval.Exchange {
+	a := approval.Action{Target: "question of MCP server " + e.Server, Scope: "MCP server " + e.Server,
+		Consequence: strings.TrimSpace(e.Params.Message)}
+	if e.Call != nil {
+		a.CallID, a.Tool, a.Input = e.Call.ID, e.Call.Name, e.Call.Input
+	}
+	d := approval.Decision{Approved: res != nil && res.Action == "accept"}
+	switch {
+	case res == nil:
+	case d.Approved && len(res.Content) > 0:
+		b, _ := json.Marshal(res.Content)
+		d.Note = "answered " + string(b)
+	case !d.Approved:
+		d.Note = map[string]string{"decline": "declined", "cancel": "cancelled"}[res.Action]
+	}
+	return approval.Exchange{Action: a, Decision: d, AskedAt: asked, At: at}
 }
