@@ -197,3 +197,41 @@ func TestGatewayHostWithoutElicitation(t *testing.T) {
 		}
 	}
 }
+
+// Version negotiation as the gateway: a host gets the version it asks
+// for when the gateway speaks it, and a host newer than the gateway
+// (asking for a version from the future) is answered with the gateway's
+// newest, 2026-07-28, on which the host's SDK carries on.
+func TestGatewayProtocolNegotiation(t *testing.T) {
+	set, _, err := capability.Resolve(registry.New(nil, nil, nil), capability.RunSpec{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := mcpserver.NewGateway(set, nil)
+	for _, c := range []struct{ ask, want string }{
+		{"2099-01-01", "2026-07-28"}, {"2026-07-28", "2026-07-28"}, {"2025-11-25", "2025-11-25"},
+		{"2025-06-18", "2025-06-18"}, {"2025-03-26", "2025-03-26"}, {"2024-11-05", "2024-11-05"},
+	} {
+		st, ct := mcp.NewInMemoryTransports()
+		ss, err := gw.Server().Connect(context.Background(), st, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "host", Version: "1"}, nil).
+			Connect(context.Background(), ct, &mcp.ClientSessionOptions{ProtocolVersion: c.ask})
+		if err != nil {
+			t.Fatalf("host asking %s: %v", c.ask, err)
+		}
+		if got := cs.InitializeResult().ProtocolVersion; got != c.want {
+			t.Errorf("host asking %s got %s, want %s", c.ask, got, c.want)
+		}
+		if _, err := cs.ListTools(context.Background(), nil); err != nil {
+			t.Errorf("host on %s: tools/list: %v", c.want, err)
+		}
+		_ = cs.Close()
+		_ = ss.Close()
+	}
+	if mcpserver.ProtocolVersions[0] != "2026-07-28" || len(mcpserver.ProtocolVersions) != 5 {
+		t.Errorf("ProtocolVersions %v", mcpserver.ProtocolVersions)
+	}
+}
