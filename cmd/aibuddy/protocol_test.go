@@ -77,7 +77,9 @@ func TestMCPProtocolVersionsEndToEnd(t *testing.T) {
 	ws := t.TempDir()
 	cfg := fxSettings(t)
 	out, err := exec.CommandContext(ctx, bin, "tools", "--json", "--config", cfg, "--workspace", ws).Output()
-	var doc struct{ MCPServers []struct{ Name, Protocol string } }
+	var doc struct {
+		MCPServers []struct{ Name, Protocol string }
+	}
 	if err := json.Unmarshal(out, &doc); err != nil {
 		t.Fatalf("aibuddy tools: %v %s", err, out)
 	}
