@@ -144,6 +144,17 @@ type MCP struct {
 	// proxies, ...; mcpclient.DefaultInheritEnv). Anything else reaches a
 	// server only through its "env" entry.
 	InheritEnv []string `json:"inheritEnv,omitempty"`
+	// MaxInputRounds bounds the input-required replies one upstream
+	// tools/call may get (MCP 2026-07-28 multi round-trip requests: a
+	// question for the user inside the reply, the call sent again with
+	// the answer); a server still asking after that many rounds has the
+	// call stopped with an Execution-stage error. Default 4.
+	MaxInputRounds int `json:"maxInputRounds,omitempty"`
+	// ProtocolVersion is the newest MCP protocol version aibuddy offers
+	// upstream servers (one of 2026-07-28, 2025-11-25, 2025-06-18,
+	// 2025-03-26, 2024-11-05); each server may settle on an older one it
+	// supports. Default: the newest (2026-07-28).
+	ProtocolVersion string `json:"protocolVersion,omitempty"`
 
 	// The keys below bound `aibuddy mcp --http` (the server side).
 
@@ -668,6 +679,7 @@ func (c *Config) validate() error {
 		"records.maxBatch":       int64(c.Records.MaxBatch),
 		"agent.contextNoteCalls": int64(c.Agent.ContextNoteCalls),
 		"agent.maxParallelCalls": int64(c.Agent.MaxParallelCalls),
+		"mcp.maxInputRounds":     int64(c.MCP.MaxInputRounds),
 	}
 	var bad []string
 	for k, v := range ints {
@@ -699,6 +711,11 @@ func (c *Config) validate() error {
 	}
 	if t := c.Compaction; t.ThresholdTokens > 0 && t.TargetTokens >= t.ThresholdTokens {
 		return fmt.Errorf("compaction.targetTokens (%d) must be below compaction.thresholdTokens (%d)", t.TargetTokens, t.ThresholdTokens)
+	}
+	switch c.MCP.ProtocolVersion {
+	case "", "2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05":
+	default:
+		return fmt.Errorf("mcp.protocolVersion: %q is not an MCP protocol version aibuddy speaks (want 2026-07-28, 2025-11-25, 2025-06-18, 2025-03-26 or 2024-11-05; omit it for the newest)", c.MCP.ProtocolVersion)
 	}
 	if o := c.MCP.OAuth; o.Issuer != "" && o.Resource == "" {
 		return fmt.Errorf("mcp.oauth.resource is required with mcp.oauth.issuer: set it to this server's public URL, such as \"https://tools.example.com/mcp\"")

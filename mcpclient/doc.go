@@ -52,6 +52,24 @@
 //     from the last start, kept with [WriteToolCounts] in the data folder's
 //     [ToolCountsFile], else an assumed count), so the count gates decide
 //     on what is configured rather than on who answered first.
+//   - Protocol versions: the SDK negotiates; aibuddy offers the newest
+//     ([ProtocolVersions]: 2026-07-28 through server/discover, else
+//     2025-11-25 down to 2024-11-05 through initialize) or
+//     Options.ProtocolVersion (mcp.protocolVersion), each server settling
+//     on the newest it shares; [ServerStatus].Protocol says which.
+//   - Questions for the user (mrtr.go, BH-069): with Options.Elicit set,
+//     form elicitation is advertised (URL mode never: no browser flow).
+//     An input-required tools/call reply (2026-07-28 multi round-trip
+//     requests) has each form put to the Elicitor and the call sent again
+//     with the answers and the server's exact requestState, at most
+//     Options.MaxInputRounds (mcp.maxInputRounds, default 4) times; a
+//     classic elicitation/create goes to the same Elicitor, tied to the
+//     one call in flight. Decline is an answer (the server's result ends
+//     the call); a requestState the server refuses is its error; the
+//     answers are added to the result in the user's name and never sent
+//     with another call. [FormElicitor] asks on a terminal; without an
+//     Elicitor nothing is advertised and a server that asks anyway gets
+//     an Authorization-stage error, never a made-up answer.
 //   - Teardown: [Manager.Close] closes stdin, waits, then terminates and
 //     kills each stdio server's process group, each step bounded.
 package mcpclient

@@ -91,6 +91,17 @@ type Options struct {
 	Confine func(sc ServerConfig) (*confine.Policy, error)
 	// ConfineDriver runs confined servers; nil means confine.NewDriver(nil).
 	ConfineDriver *confine.Driver
+	// Elicit, when set, answers the servers' requests for the user's
+	// input (form elicitation, inside a tools/call reply or as
+	// elicitation/create; mrtr.go); only then is elicitation advertised.
+	Elicit Elicitor
+	// MaxInputRounds bounds the input-required replies of one tools/call
+	// (mcp.maxInputRounds). Default DefaultMaxInputRounds (4).
+	MaxInputRounds int
+	// ProtocolVersion is the newest MCP protocol version offered
+	// (mcp.protocolVersion); the server may settle on an older one.
+	// Default "": the newest of ProtocolVersions.
+	ProtocolVersion string
 }
 
 // DefaultInheritEnv is what a stdio server inherits from the host by
@@ -173,6 +184,8 @@ type ServerStatus struct {
 	Elapsed time.Duration
 	// ServerInfo is "name version" from the server's initialize result.
 	ServerInfo string
+	// Protocol is the negotiated MCP protocol version ("2026-07-28").
+	Protocol string
 }
 
 // Summary is a one-line status, e.g. "connected: 2 of 3 tools loaded, 1
@@ -239,6 +252,8 @@ type conn struct {
 	excluded   []Quarantine // tools the SDK dropped from tools/list
 
 	notes *notes // the notification bound
+
+	inflight inflightSet // calls in flight, for elicitation/create (mrtr.go)
 
 	// Guarded by m.mu.
 	state       State
@@ -351,7 +366,7 @@ func (m *Manager) Servers() []ServerStatus {
 			ToolsOffered: c.offered, ToolsLoaded: len(c.tools) - len(late),
 			Quarantined: append(append(append([]Quarantine(nil), c.quarantined...), c.collided...), late...),
 			Repairs:     append([]Repair(nil), c.repairs...),
-			Elapsed:     c.elapsed, ServerInfo: c.info,
+			Elapsed:     c.elapsed, ServerInfo: c.info, Protocol: protocolOf(c.session),
 			Notifications: c.notes.received.Load(), NotificationsDropped: c.notes.dropped.Load(),
 		}
 		if c.proc != nil {
@@ -688,13 +703,13 @@ func (c *conn) connect(ctx context.Context) {
 	}
 
 	client := mcp.NewClient(&mcp.Implementation{Name: m.opts.ClientName, Version: m.opts.ClientVersion},
-		&mcp.ClientOptions{
+		c.clientOptions(&mcp.ClientOptions{
 			Logger:                      slog.New(&captureHandler{c: c, inner: m.opts.Logger.Handler()}),
 			Capabilities:                &mcp.ClientCapabilities{}, // no roots: a server uses its own configuration
 			ToolListChangedHandler:      func(context.Context, *mcp.ToolListChangedRequest) { c.signal() },
 			ProgressNotificationHandler: c.onProgress,
-		})
-	sess, err := client.Connect(initCtx, transport, nil)
+		}))
+	sess, err := client.Connect(initCtx, transport, c.sessionOptions())
 	if err != nil {
 		if p != nil {
 			p.shutdown()
@@ -1006,7 +1021,7 @@ func (c *conn) handler(orig string) tool.Handler {
 				c.progressMu.Unlock()
 			}()
 		}
-		res, err := sess.CallTool(ctx, params)
+		res, err := c.callRounds(ctx, sess, call, orig, params) // mrtr.go
 		if err != nil {
 			return nil, c.callError(ctx, err)
 		}
@@ -1021,6 +1036,9 @@ func (c *conn) handler(orig string) tool.Handler {
 // callError attributes a failed tools/call: cancellation and timeouts,
 // a connection lost mid-call, or a JSON-RPC error from the server.
 func (c *conn) callError(ctx context.Context, err error) *tool.Error {
+	if te := (*tool.Error)(nil); errors.As(err, &te) && ctx.Err() == nil {
+		return te // staged already (callRounds)
+	}
 	switch {
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
 		return (&tool.Error{Stage: tool.Execution, Msg: fmt.Sprintf("call to server %s timed out", c.cfg.Name), Err: err}).

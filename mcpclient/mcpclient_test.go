@@ -16,6 +16,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/aibuddy/aibuddy/internal/fixtures/fxmrtr"
 	"github.com/aibuddy/aibuddy/mcpclient"
 	"github.com/aibuddy/aibuddy/tool"
 )
@@ -24,6 +25,9 @@ func TestMain(m *testing.M) {
 	if kind := os.Getenv(serverEnv); kind != "" {
 		runTestServer(kind)
 		os.Exit(0)
+	}
+	if args := os.Getenv(fxmrtr.EnvArgs); args != "" { // fixture fx-mrtr (mrtr_test.go)
+		os.Exit(fxmrtr.Main(context.Background(), strings.Fields(args), os.Stdin, os.Stdout, os.Stderr))
 	}
 	goleak.VerifyTestMain(m)
 }

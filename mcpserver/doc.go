@@ -13,4 +13,14 @@
 // the client as notifications/progress when the request carried a
 // progressToken (MCP spec 2025-06-18, "Progress"); they never enter the
 // result the model sees.
+//
+// Protocol versions: the SDK serves every version of [ProtocolVersions]
+// and answers a host with the newest both support (2026-07-28 through
+// server/discover and per-request _meta, older ones through initialize).
+// Questions for the user (confirm, ask_user_question, and an upstream
+// server's form through [HostElicitor]) go to a host on 2025-11-25 or
+// older as elicitation/create, and to a 2026-07-28 host as input
+// requests in the tools/call reply, the answers of earlier rounds carried
+// in the gateway's signed requestState; a host without elicitation gets
+// an Authorization-stage error.
 package mcpserver

@@ -122,6 +122,8 @@ type Gateway struct {
 	proxy     *tool.Tool        // call_tool, defined once
 	served    map[string]string // every MCP tool of any set so far -> its server
 	prefixes  map[string]string // "<namespace>__" of those tools -> server
+
+	carry carry // answers across a host's input rounds (mrtr.go)
 }
 
 // CallToolName is the gateway's proxy tool for hosts that never refresh
@@ -447,7 +449,7 @@ func (g *Gateway) handler(name string) mcp.ToolHandler {
 			p = &progress{ctx: ctx, session: req.Session, token: token, interval: g.opts.ProgressInterval}
 			call.Events = p.send
 		}
-		cctx, st := withSession(ctx, req.Session, req.Params.InputResponses)
+		cctx, st := withSession(ctx, req.Session, g.carry.responses(name, req.Params))
 		res := g.handle(cctx, call)
 		if p != nil {
 			p.flush()
@@ -455,7 +457,7 @@ func (g *Gateway) handler(name string) mcp.ToolHandler {
 		if len(st.requests) > 0 && res.IsError {
 			// A service needs the host's input first (elicitation): answer
 			// with the requests; the call runs again with the responses.
-			return &mcp.CallToolResult{InputRequests: st.requests}, nil
+			return &mcp.CallToolResult{InputRequests: st.requests, RequestState: g.carry.state(name, req.Params.Arguments, st.responses)}, nil
 		}
 		return toMCP(call.ID, res), nil
 	}

@@ -191,6 +191,7 @@ func Fixed(set *capability.Set, d Dispatcher) func() (*capability.Set, Dispatche
 // (tool.EvidenceVerified, tool.EvidenceVerification) the same way.
 func (p *Pipeline) Handler(run Run) Handler {
 	h := Handler(execution)
+	h = p.decisions(run)(h) // decided.go: answers given during execution
 	h = p.verification(h)
 	h = p.pathLock(h)
 	h = p.authorization(run)(h)

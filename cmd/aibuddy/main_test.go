@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/aibuddy/aibuddy/internal/fixtures/fxmrtr"
 )
 
 // bin is the aibuddy binary built once for these tests.
@@ -27,6 +29,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(fixtureEnv) != "" {
 		// This test binary started as a fixture MCP server (crash_test.go).
 		os.Exit(runFixtureServer(os.Getenv(fixtureEnv)))
+	}
+	if args := os.Getenv(fxmrtr.EnvArgs); args != "" { // fixture fx-mrtr (protocol_test.go)
+		os.Exit(fxmrtr.Main(context.Background(), strings.Fields(args), os.Stdin, os.Stdout, os.Stderr))
 	}
 	dir, err := os.MkdirTemp("", "aibuddy-e2e-")
 	if err != nil {

@@ -410,7 +410,8 @@ func (c *common) resolve(ctx context.Context, o *Options) (*run, error) {
 			Logger:     r.logger, ClientName: "aibuddy", ClientVersion: Version,
 			CompileSchemas: c.compileSchemas, MaxSchemaDepth: r.cfg.MCP.MaxSchemaDepth,
 			NotificationsPerSecond: r.cfg.MCP.NotificationsPerSecond, NotificationLogInterval: r.cfg.MCP.NotificationLogInterval.D(),
-			Confine: ServerConfinement(r.cfg, r.workspace), ConfineDriver: driver})
+			Confine: ServerConfinement(r.cfg, r.workspace), ConfineDriver: driver,
+			Elicit: elicitorFor(services[approval.ServiceUserInput]), MaxInputRounds: r.cfg.MCP.MaxInputRounds, ProtocolVersion: r.cfg.MCP.ProtocolVersion})
 		wait := ctx
 		d := r.cfg.MCP.StartupWait.D()
 		if d == 0 {

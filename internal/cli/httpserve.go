@@ -76,7 +76,7 @@ func orDuration(d, def time.Duration) time.Duration {
 func (g *gateways) handler(o httpOptions) http.Handler {
 	sdk := mcp.NewStreamableHTTPHandler(g.sessionServer, &mcp.StreamableHTTPOptions{Logger: o.Logger,
 		SessionTimeout: o.SessionIdle, MaxRequestBodyBytes: o.MaxBody})
-	var h http.Handler = g.sessions(sdk)
+	var h http.Handler = g.byProtocol(o, g.sessions(sdk)) // protocol.go: 2026-07-28 is stateless
 	h = readBody(o.MaxBody, o.BodyTimeout, h)
 	h = requireBearer(o.Verify, o.Bearer)(h)
 	h = checkOrigin(h)

@@ -66,12 +66,14 @@ func (b bearer) RoundTrip(req *http.Request) (*http.Response, error) {
 	return base.RoundTrip(req)
 }
 
-// connectHTTP opens an SDK client session at url with token.
+// connectHTTP opens an SDK client session at url with token, on protocol
+// 2025-11-25: sessions (what these tests are about) end with it; a
+// 2026-07-28 client is served statelessly (protocol_test.go).
 func connectHTTP(t *testing.T, ctx context.Context, url, token string, base http.RoundTripper) *mcp.ClientSession {
 	t.Helper()
 	client := mcp.NewClient(&mcp.Implementation{Name: "http-test", Version: "1"}, nil)
 	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url,
-		HTTPClient: &http.Client{Transport: bearer{token: token, base: base}}}, nil)
+		HTTPClient: &http.Client{Transport: bearer{token: token, base: base}}}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		t.Fatal(err)
 	}

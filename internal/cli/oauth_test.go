@@ -164,7 +164,9 @@ func TestHTTPOAuthResourceServer(t *testing.T) {
 	cc := clientcredentials.Config{ClientID: "alice", ClientSecret: "secret-of-alice", TokenURL: as.srv.URL + "/token",
 		Scopes: []string{"mcp:tools"}, EndpointParams: map[string][]string{"resource": {resource}}}
 	client := mcp.NewClient(&mcp.Implementation{Name: "oauth-test", Version: "1"}, nil)
-	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: resource, HTTPClient: cc.Client(ctx)}, nil)
+	// 2025-11-25: a session, which the check below binds to alice.
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: resource, HTTPClient: cc.Client(ctx)},
+		&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		t.Fatal(err)
 	}

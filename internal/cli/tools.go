@@ -61,6 +61,8 @@ type serverJSON struct {
 	// Confinement is a stdio server's: mode and network, e.g.
 	// "workspace-write, network off", or "off".
 	Confinement string `json:"confinement,omitempty"`
+	// Protocol is the MCP protocol version the server settled on.
+	Protocol string `json:"protocol,omitempty"`
 }
 
 // toolRow is one line of the tools listing.
@@ -140,7 +142,7 @@ func servers(r *run) []serverJSON {
 		}
 	}
 	for _, st := range r.mcp.Servers() {
-		out = append(out, serverJSON{Name: st.Name, State: string(st.State), Summary: st.Summary(), Error: st.Error, Confinement: conf[st.Name]})
+		out = append(out, serverJSON{Name: st.Name, State: string(st.State), Summary: st.Summary(), Error: st.Error, Confinement: conf[st.Name], Protocol: st.Protocol})
 	}
 	return out
 }
