@@ -1099,17 +1099,24 @@ func (c *conn) httpTransport(initCtx context.Context) mcp.Transport {
 		}
 		return defuse(msg, maxDepth, c.exclude)
 	}}
-	var inner mcp.Transport
 	if c.cfg.Type == TypeSSE {
-		inner = &mcp.SSEClientTransport{Endpoint: c.cfg.URL, HTTPClient: &hc}
-	} else {
-		inner = &mcp.StreamableClientTransport{Endpoint: c.cfg.URL, HTTPClient: &hc}
+		inner := &mcp.SSEClientTransport{Endpoint: c.cfg.URL, HTTPClient: &hc}
+		return lifeTransport{inner: inner, life: c.m.life, init: initCtx}
 	}
-	return lifeTransport{inner: inner, life: c.m.life, init: initCtx}
+	// The streamable connection is handed to the SDK as is, never wrapped:
+	// the SDK tells it about the session through an unexported method
+	// (sessionUpdated), which starts the standalone GET stream that carries
+	// the server's own requests (ping, roots/list, elicitation/create) and
+	// notifications outside a call (tools/list_changed). A wrapper hid that
+	// method, and those messages never arrived (issue 13). The SDK detaches
+	// the connection from the connect context itself, and closes it when
+	// the handshake fails.
+	return &mcp.StreamableClientTransport{Endpoint: c.cfg.URL, HTTPClient: &hc}
 }
 
 // lifeTransport connects inner with a context that lives until Close, but
 // that is cancelled too if the start times out before the handshake ends.
+// Only for legacy SSE: its connection has no session hook to hide.
 type lifeTransport struct {
 	inner mcp.Transport
 	life  context.Context
