@@ -32,8 +32,25 @@ type Options struct {
 	// connect, initialize, and the first tools/list. It also bounds every
 	// later tools/list refresh. Default 30 s (BH-041).
 	InitTimeout time.Duration
-	// CallTimeout bounds each tools/call; 0 means only the caller's ctx.
+	// CallTimeout bounds each tools/call while the server is silent about
+	// it: every progress notification for the call (a heartbeat) starts
+	// the bound again. 0 means [DefaultCallTimeout] (10 min, what hosts
+	// use); a negative value means only the caller's ctx (setting
+	// mcp.callTimeout).
 	CallTimeout time.Duration
+	// RestartBackoff is the wait before the second and later attempts to
+	// restore a lost connection (a stdio server respawned, an HTTP session
+	// opened again); it doubles with each attempt up to
+	// RestartBackoffMax. The first attempt runs at once. Defaults 250 ms
+	// and 30 s.
+	RestartBackoff, RestartBackoffMax time.Duration
+	// MaxRestarts bounds the restorations of one server within
+	// RestartWindow, and the attempts of one restoration; past it the
+	// server is failed with the reason. 0 means 5; a negative value means
+	// a lost connection is never restored (the server is disconnected and
+	// its tools removed). RestartWindow defaults to 10 min.
+	MaxRestarts   int
+	RestartWindow time.Duration
 	// StderrTailBytes is how much of each stdio server's stderr is kept
 	// (the newest bytes) for diagnostics. Default 8 KiB (BH-042).
 	StderrTailBytes int
@@ -91,6 +108,12 @@ type Options struct {
 	Confine func(sc ServerConfig) (*confine.Policy, error)
 	// ConfineDriver runs confined servers; nil means confine.NewDriver(nil).
 	ConfineDriver *confine.Driver
+	// MaxFrameBytes bounds one inbound message from a server (bytes: a
+	// stdio line, an HTTP body or event). A response over it fails its
+	// call only, with an error naming the size; other bad frames are
+	// dropped and logged (frame.go). Default [DefaultMaxFrameBytes]
+	// (16 MiB, setting mcp.upstreamMaxFrameBytes).
+	MaxFrameBytes int
 }
 
 // DefaultInheritEnv is what a stdio server inherits from the host by
@@ -114,6 +137,24 @@ func (o *Options) withDefaults() Options {
 	if v.InitTimeout <= 0 {
 		v.InitTimeout = 30 * time.Second
 	}
+	if v.CallTimeout == 0 {
+		v.CallTimeout = DefaultCallTimeout
+	}
+	if v.RestartBackoff <= 0 {
+		v.RestartBackoff = 250 * time.Millisecond
+	}
+	if v.RestartBackoffMax <= 0 {
+		v.RestartBackoffMax = 30 * time.Second
+	}
+	if v.MaxRestarts == 0 {
+		v.MaxRestarts = 5
+	}
+	if v.RestartWindow <= 0 {
+		v.RestartWindow = 10 * time.Minute
+	}
+	if v.MaxFrameBytes <= 0 {
+		v.MaxFrameBytes = DefaultMaxFrameBytes
+	}
 	if v.StderrTailBytes <= 0 {
 		v.StderrTailBytes = 8 << 10
 	}
@@ -135,13 +176,22 @@ func (o *Options) withDefaults() Options {
 	return v
 }
 
+// DefaultCallTimeout is Options.CallTimeout when unset: how long one
+// tools/call may go without an answer or a progress notification.
+const DefaultCallTimeout = 10 * time.Minute
+
 // State is a server's connection state.
 type State string
+
+// Usable reports whether the server's tools are registered: connected, or
+// reconnecting (its tools stay while the connection is restored).
+func (s State) Usable() bool { return s == StateConnected || s == StateReconnecting }
 
 // Server states.
 const (
 	StateConnecting   State = "connecting"   // Start has begun the handshake
 	StateConnected    State = "connected"    // initialized and its tools listed
+	StateReconnecting State = "reconnecting" // lost; being restored (Error says why), its tools still registered
 	StateFailed       State = "failed"       // never became usable; Error says why
 	StateDisconnected State = "disconnected" // was connected, then lost or closed; Error says why
 	StateDisabled     State = "disabled"     // "disabled": true in the configuration
@@ -191,7 +241,7 @@ func (s ServerStatus) Summary() string {
 			sum += fmt.Sprintf(", %d of %d notifications dropped (over mcp.notificationsPerSecond)", s.NotificationsDropped, s.Notifications)
 		}
 		return sum
-	case StateFailed, StateDisconnected:
+	case StateFailed, StateDisconnected, StateReconnecting:
 		return string(s.State) + ": " + s.Error
 	}
 	return string(s.State)
@@ -232,7 +282,7 @@ type conn struct {
 	done chan struct{} // closed by Close
 
 	progressMu sync.Mutex
-	progress   map[string]*tool.Call
+	progress   map[string]progressSink
 	nextToken  atomic.Int64
 
 	excludedMu sync.Mutex
@@ -257,6 +307,14 @@ type conn struct {
 	live        map[string]bool        // original names currently loaded
 	gone        map[string]string      // provider-facing name -> original, once loaded and no longer offered
 	closing     bool
+	sup         supervision // the restoration of a lost connection (supervise.go)
+}
+
+// progressSink is where a running call's progress notifications go: its
+// event sink, and the heartbeat that restarts its CallTimeout.
+type progressSink struct {
+	call *tool.Call
+	beat func()
 }
 
 type definedTool struct {
@@ -299,7 +357,7 @@ func Start(ctx context.Context, servers []ServerConfig, opts *Options) *Manager 
 	var pending sync.WaitGroup
 	for _, sc := range sorted {
 		c := &conn{m: m, cfg: sc, kick: make(chan struct{}, 1), done: make(chan struct{}),
-			progress: map[string]*tool.Call{}, state: StateConnecting,
+			progress: map[string]progressSink{}, state: StateConnecting,
 			live: map[string]bool{}, gone: map[string]string{}, defined: map[string]definedTool{}}
 		c.notes = newNotes(sc.Name, o.NotificationsPerSecond, o.NotificationLogInterval, o.Logger, c.signal)
 		if sc.Disabled {
@@ -370,7 +428,7 @@ func (m *Manager) Tools() map[string][]*tool.Tool {
 	defer m.mu.Unlock()
 	out := map[string][]*tool.Tool{}
 	for _, c := range m.conns {
-		if c.state != StateConnected {
+		if !c.state.Usable() {
 			continue
 		}
 		ts := make([]*tool.Tool, 0, len(c.tools))
@@ -475,7 +533,7 @@ func (m *Manager) Call(ctx context.Context, call *tool.Call) *tool.Result {
 		return t.Call(ctx, call)
 	}
 	switch {
-	case owner != nil && state != StateConnected:
+	case owner != nil && !state.Usable():
 		return tool.ErrorResult(owner.unavailable(state, reason), call.Name)
 	case owner != nil && goneOrig != "":
 		return tool.ErrorResult(owner.noLongerOffered(goneOrig), call.Name)
@@ -575,7 +633,7 @@ func (m *Manager) Close() error {
 func (m *Manager) rebuildLocked() {
 	var origins []Origin
 	for _, c := range m.conns {
-		if c.state != StateConnected {
+		if !c.state.Usable() {
 			continue
 		}
 		for _, cd := range c.cands {
@@ -593,7 +651,7 @@ func (m *Manager) rebuildLocked() {
 		}
 		c.tools, c.collided = nil, nil
 		c.live = map[string]bool{}
-		if c.state != StateConnected {
+		if !c.state.Usable() {
 			continue
 		}
 		defined := map[string]definedTool{}
@@ -648,14 +706,38 @@ func (c *conn) connect(ctx context.Context) {
 	stopOnClose := context.AfterFunc(m.life, cancel)
 	defer stopOnClose()
 
-	fail := func(reason string) {
+	d, reason := c.dial(initCtx)
+	if d == nil {
 		m.mu.Lock()
 		c.state, c.err, c.elapsed = StateFailed, reason, time.Since(start)
 		m.mu.Unlock()
 		m.opts.Logger.Warn("mcp server failed", "server", c.cfg.Name, "error", reason)
 		m.notify()
+		return
 	}
+	if !c.install(d, start) {
+		return
+	}
+	m.wg.Add(1)
+	go func() { defer m.wg.Done(); c.refresher() }()
+	m.notify()
+}
 
+// dialed is one open connection: its session, its process (stdio), and
+// the first tools/list.
+type dialed struct {
+	sess *mcp.ClientSession
+	p    *proc
+	list []*mcp.Tool
+	info string
+}
+
+// dial opens one connection to the server, bounded by initCtx: process
+// start or HTTP connect, initialize, and the first tools/list. It returns
+// nil and the reason Servers shows when any step fails, with the process
+// (if any) shut down.
+func (c *conn) dial(initCtx context.Context) (*dialed, string) {
+	m := c.m
 	var transport mcp.Transport
 	var p *proc
 	switch c.cfg.Type {
@@ -663,8 +745,7 @@ func (c *conn) connect(ctx context.Context) {
 		var err error
 		p, err = startProc(c.cfg, m.opts.InheritEnv, m.opts.StderrTailBytes, m.opts.ShutdownTimeout, m.confinement(c.cfg))
 		if err != nil {
-			fail(err.Error())
-			return
+			return nil, err.Error()
 		}
 		maxDepth := m.opts.MaxSchemaDepth
 		if maxDepth <= 0 {
@@ -674,17 +755,18 @@ func (c *conn) connect(ctx context.Context) {
 			if line = c.notes.line(line); line == nil {
 				return nil
 			}
-			return defuse(line, maxDepth, c.exclude)
+			// Before the handshake a line that is not JSON fails the start at
+			// once (a server logging to stdout); after it, it is dropped.
+			return c.frame(defuse(line, maxDepth, c.exclude), p.initialized.Load())
 		}
 		m.mu.Lock()
 		c.proc = p
 		m.mu.Unlock()
-		transport = p.transport()
+		transport = p.transport(m.opts.MaxFrameBytes + 64<<10)
 	case TypeHTTP, TypeSSE:
 		transport = c.httpTransport(initCtx)
 	default:
-		fail(fmt.Sprintf("unknown transport type %q", c.cfg.Type))
-		return
+		return nil, fmt.Sprintf("unknown transport type %q", c.cfg.Type)
 	}
 
 	client := mcp.NewClient(&mcp.Implementation{Name: m.opts.ClientName, Version: m.opts.ClientVersion},
@@ -694,52 +776,58 @@ func (c *conn) connect(ctx context.Context) {
 			ToolListChangedHandler:      func(context.Context, *mcp.ToolListChangedRequest) { c.signal() },
 			ProgressNotificationHandler: c.onProgress,
 		})
-	sess, err := client.Connect(initCtx, transport, nil)
+	sess, err := c.handshake(initCtx, client, transport)
 	if err != nil {
 		if p != nil {
 			p.shutdown()
 		}
-		fail(c.describeFailure("initialize", err, initCtx))
-		return
+		return nil, c.describeFailure("initialize", err, initCtx)
 	}
-	var info string
+	d := &dialed{sess: sess, p: p}
 	ir := sess.InitializeResult()
 	if ir != nil && ir.ServerInfo != nil {
-		info = strings.TrimSpace(ir.ServerInfo.Name + " " + ir.ServerInfo.Version)
+		d.info = strings.TrimSpace(ir.ServerInfo.Name + " " + ir.ServerInfo.Version)
 	}
-	var list []*mcp.Tool
 	if ir == nil || ir.Capabilities == nil || ir.Capabilities.Tools != nil {
-		list, err = c.listTools(initCtx, sess)
+		d.list, err = c.listTools(initCtx, sess)
 		if err != nil {
 			_ = sess.Close()
 			if p != nil {
 				p.shutdown()
 			}
-			fail(c.describeFailure("tools/list", err, initCtx))
-			return
+			return nil, c.describeFailure("tools/list", err, initCtx)
 		}
 	}
 	if p != nil {
 		p.initialized.Store(true)
 	}
+	return d, ""
+}
+
+// install makes d the server's connection: state connected, its tools
+// listed and routed, and a watch on it. It returns false (and closes d)
+// when the Manager closed meanwhile.
+func (c *conn) install(d *dialed, start time.Time) bool {
+	m := c.m
 	m.mu.Lock()
-	if m.closed {
+	if m.closed || c.closing {
 		m.mu.Unlock()
-		_ = sess.Close()
-		return
+		_ = d.sess.Close()
+		if d.p != nil {
+			d.p.shutdown()
+		}
+		return false
 	}
-	c.session, c.info, c.elapsed = sess, info, time.Since(start)
-	c.state = StateConnected
-	c.applyListLocked(list)
+	c.session, c.proc, c.info, c.elapsed = d.sess, d.p, d.info, time.Since(start)
+	c.state, c.err = StateConnected, ""
+	c.applyListLocked(d.list)
 	m.rebuildLocked()
 	loaded, offered := len(c.tools), c.offered
 	m.mu.Unlock()
 	m.opts.Logger.Info("mcp server connected", "server", c.cfg.Name, "tools_loaded", loaded, "tools_offered", offered)
-
-	m.wg.Add(2)
-	go func() { defer m.wg.Done(); c.watch(sess) }()
-	go func() { defer m.wg.Done(); c.refresher() }()
-	m.notify()
+	m.wg.Add(1)
+	go func() { defer m.wg.Done(); c.watch(d.sess, d.p) }()
+	return true
 }
 
 // listTools fetches every page of tools/list and adds the tools the SDK
@@ -819,17 +907,17 @@ func (c *conn) describeFailure(step string, err error, initCtx context.Context) 
 	return reason
 }
 
-// watch waits for the session to end and, unless we closed it, marks the
-// server disconnected and removes its tools.
-func (c *conn) watch(sess *mcp.ClientSession) {
+// watch waits for the session to end and, unless we closed it, hands
+// the loss to the supervision (supervise.go): the connection is restored,
+// or the server is marked disconnected or failed and its tools removed.
+func (c *conn) watch(sess *mcp.ClientSession, p *proc) {
 	werr := sess.Wait()
 	m := c.m
 	m.mu.Lock()
-	if c.closing {
+	if c.closing || c.session != sess {
 		m.mu.Unlock()
 		return
 	}
-	p := c.proc
 	m.mu.Unlock()
 	var reason string
 	switch {
@@ -847,16 +935,7 @@ func (c *conn) watch(sess *mcp.ClientSession) {
 	if p != nil {
 		p.shutdown()
 	}
-	m.mu.Lock()
-	if c.closing {
-		m.mu.Unlock()
-		return
-	}
-	c.state, c.err = StateDisconnected, reason
-	m.rebuildLocked()
-	m.mu.Unlock()
-	m.opts.Logger.Warn("mcp server disconnected", "server", c.cfg.Name, "error", reason)
-	m.notify()
+	c.lost(sess, reason)
 }
 
 // signal records a list_changed notification; the refresher debounces.
@@ -941,7 +1020,7 @@ func (c *conn) close() error {
 		p.shutdown()
 	}
 	m.mu.Lock()
-	if prev == StateConnected || prev == StateConnecting {
+	if prev == StateConnected || prev == StateConnecting || prev == StateReconnecting {
 		c.state, c.err = StateDisconnected, "closed by the client"
 	}
 	c.tools = nil
@@ -976,38 +1055,47 @@ func (c *conn) handler(orig string) tool.Handler {
 	return func(ctx context.Context, call *tool.Call) (*tool.Result, error) {
 		m := c.m
 		m.mu.Lock()
-		state, reason, sess, offered := c.state, c.err, c.session, c.live[orig]
+		state, reason, offered := c.state, c.err, c.live[orig]
 		m.mu.Unlock()
-		if state != StateConnected || sess == nil {
+		if !state.Usable() {
 			return nil, c.unavailable(state, reason)
 		}
 		if !offered {
 			return nil, c.noLongerOffered(orig)
 		}
+		beat := func() {}
 		if d := cmp.Or(c.cfg.CallTimeout, m.opts.CallTimeout); d > 0 {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, d)
-			defer cancel()
+			// The bound runs while the server is silent: each progress
+			// notification for the call (a heartbeat) starts it again.
+			var cancel context.CancelCauseFunc
+			ctx, cancel = context.WithCancelCause(ctx)
+			expire := &callTimeoutError{d: d}
+			t := time.AfterFunc(d, func() { cancel(expire) })
+			defer t.Stop()
+			defer cancel(nil)
+			beat = func() { t.Reset(d) }
 		}
 		args := json.RawMessage(bytes.TrimSpace(call.Input))
 		if len(args) == 0 || string(args) == "null" {
 			args = json.RawMessage("{}")
 		}
 		params := &mcp.CallToolParams{Name: orig, Arguments: args}
-		if call.Events != nil {
-			token := c.cfg.Name + "-" + strconv.FormatInt(c.nextToken.Add(1), 10)
-			params.Meta = mcp.Meta{"progressToken": token}
+		token := c.cfg.Name + "-" + strconv.FormatInt(c.nextToken.Add(1), 10)
+		params.Meta = mcp.Meta{"progressToken": token}
+		c.progressMu.Lock()
+		c.progress[token] = progressSink{call: call, beat: beat}
+		c.progressMu.Unlock()
+		defer func() {
 			c.progressMu.Lock()
-			c.progress[token] = call
+			delete(c.progress, token)
 			c.progressMu.Unlock()
-			defer func() {
-				c.progressMu.Lock()
-				delete(c.progress, token)
-				c.progressMu.Unlock()
-			}()
-		}
-		res, err := sess.CallTool(ctx, params)
+		}()
+		res, err := c.callOnce(ctx, orig, params)
 		if err != nil {
+			var te *tool.Error
+			if errors.As(err, &te) {
+				return nil, te
+			}
 			return nil, c.callError(ctx, err)
 		}
 		if res.IsError {
@@ -1021,7 +1109,11 @@ func (c *conn) handler(orig string) tool.Handler {
 // callError attributes a failed tools/call: cancellation and timeouts,
 // a connection lost mid-call, or a JSON-RPC error from the server.
 func (c *conn) callError(ctx context.Context, err error) *tool.Error {
+	var expired *callTimeoutError
 	switch {
+	case errors.As(context.Cause(ctx), &expired):
+		return (&tool.Error{Stage: tool.Execution, Msg: fmt.Sprintf("call to server %s timed out: no answer and no progress for %s (setting mcp.callTimeout, or the server's callTimeout)", c.cfg.Name, expired.d), Err: err}).
+			WithHint("the server may still be working; inspect the state before retrying")
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
 		return (&tool.Error{Stage: tool.Execution, Msg: fmt.Sprintf("call to server %s timed out", c.cfg.Name), Err: err}).
 			WithHint("the server may still be working; inspect the state before retrying")
@@ -1045,6 +1137,14 @@ func (c *conn) callError(ctx context.Context, err error) *tool.Error {
 			WithHint("the effect may be partial; inspect before retrying")
 	}
 	return &tool.Error{Stage: tool.Execution, Msg: fmt.Sprintf("call to server %s failed: %v", c.cfg.Name, err), Err: err}
+}
+
+// callTimeoutError is the cause of a call's ctx when CallTimeout passed
+// without an answer or a heartbeat.
+type callTimeoutError struct{ d time.Duration }
+
+func (e *callTimeoutError) Error() string {
+	return fmt.Sprintf("no answer and no progress for %s", e.d)
 }
 
 // crashed describes how the server's process ended by itself ("exited
@@ -1073,9 +1173,13 @@ func (c *conn) onProgress(_ context.Context, req *mcp.ProgressNotificationClient
 	}
 	token := fmt.Sprint(req.Params.ProgressToken)
 	c.progressMu.Lock()
-	call := c.progress[token]
+	sink, ok := c.progress[token]
 	c.progressMu.Unlock()
-	call.Emit(tool.Event{Kind: tool.EventProgress, Message: req.Params.Message,
+	if !ok {
+		return
+	}
+	sink.beat()
+	sink.call.Emit(tool.Event{Kind: tool.EventProgress, Message: req.Params.Message,
 		Progress: req.Params.Progress, Total: req.Params.Total, Time: time.Now()})
 }
 
@@ -1097,7 +1201,7 @@ func (c *conn) httpTransport(initCtx context.Context) mcp.Transport {
 		if msg = c.notes.line(msg); msg == nil {
 			return nil
 		}
-		return defuse(msg, maxDepth, c.exclude)
+		return c.frame(defuse(msg, maxDepth, c.exclude), false)
 	}}
 	if c.cfg.Type == TypeSSE {
 		inner := &mcp.SSEClientTransport{Endpoint: c.cfg.URL, HTTPClient: &hc}
@@ -1111,7 +1215,7 @@ func (c *conn) httpTransport(initCtx context.Context) mcp.Transport {
 	// method, and those messages never arrived (issue 13). The SDK detaches
 	// the connection from the connect context itself, and closes it when
 	// the handshake fails.
-	return &mcp.StreamableClientTransport{Endpoint: c.cfg.URL, HTTPClient: &hc}
+	return &mcp.StreamableClientTransport{Endpoint: c.cfg.URL, HTTPClient: &hc, MaxEventSize: c.m.opts.MaxFrameBytes + 64<<10}
 }
 
 // lifeTransport connects inner with a context that lives until Close, but
