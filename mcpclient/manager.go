@@ -775,6 +775,7 @@ func (c *conn) dial(initCtx context.Context) (*dialed, string) {
 			Capabilities:                &mcp.ClientCapabilities{}, // no roots: a server uses its own configuration
 			ToolListChangedHandler:      func(context.Context, *mcp.ToolListChangedRequest) { c.signal() },
 			ProgressNotificationHandler: c.onProgress,
+			LoggingMessageHandler:       c.onLog,
 		})
 	sess, err := c.handshake(initCtx, client, transport)
 	if err != nil {
@@ -1181,6 +1182,16 @@ func (c *conn) onProgress(_ context.Context, req *mcp.ProgressNotificationClient
 	sink.beat()
 	sink.call.Emit(tool.Event{Kind: tool.EventProgress, Message: req.Params.Message,
 		Progress: req.Params.Progress, Total: req.Params.Total, Time: time.Now()})
+}
+
+// onLog writes a server's notifications/message to our logger at Info
+// ("mcp server message", with its level, logger name and data).
+func (c *conn) onLog(ctx context.Context, req *mcp.LoggingMessageRequest) {
+	if req == nil || req.Params == nil {
+		return
+	}
+	c.m.opts.Logger.InfoContext(ctx, "mcp server message", "server", c.cfg.Name,
+		"level", string(req.Params.Level), "logger", req.Params.Logger, "data", req.Params.Data)
 }
 
 // httpTransport builds the streamable HTTP or SSE transport with the

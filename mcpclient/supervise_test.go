@@ -1,12 +1,16 @@
 package mcpclient_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
-	_ "fmt"
-	_ "net/url"
-	_ "os"
-	_ "path/filepath"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -121,12 +125,75 @@ func TestServerRequestsOutsideACall(t *testing.T) {
 	}
 }
 
-// The same against the reference server (server-everything's
-// streamableHttp transport): its simulated log messages come on the
-// standalone stream, outside any call.
+// The same against the reference server, server-everything's
+// streamableHttp transport (a Node process): the simulated log messages
+// that toggle-simulated-logging starts are sent to the session, outside
+// any call, so they come only on the standalone GET stream.
 func TestServerEverythingStreamableHTTP(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts node")
 	}
-	_ = strconv.Itoa
+	bin := nodeBin(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	_ = l.Close()
+	cmd := exec.Command(filepath.Join(bin, "mcp-server-everything"), "streamableHttp")
+	cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(port))
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() && !strings.Contains(sc.Text(), "listening on port") {
+	}
+	go func() { _, _ = io.Copy(io.Discard, stderr) }()
+
+	logs := make(chan string, 100)
+	logger := slog.New(recordHandler{ch: logs})
+	m := connect(t, &mcpclient.Options{Logger: logger, InitTimeout: 20 * time.Second},
+		mcpclient.ServerConfig{Name: "everything", Type: mcpclient.TypeHTTP, URL: fmt.Sprintf("http://127.0.0.1:%d/mcp", port)})
+	if st := status(t, m, "everything"); st.State != mcpclient.StateConnected {
+		t.Fatalf("everything: %s", st.Summary())
+	}
+	mustText(t, callName(t, m, "everything__toggle-simulated-logging", ""), "")
+	ctx := guard(t)
+	for {
+		select {
+		case msg := <-logs:
+			if strings.Contains(msg, "mcp server message") && strings.Contains(msg, "SessionId") {
+				t.Logf("got %s", msg)
+				return
+			}
+		case <-ctx.Done():
+			t.Fatal("no notifications/message from outside a call arrived")
+		}
+	}
 }
+
+// recordHandler sends each log record, as text, to ch (dropping when
+// full).
+type recordHandler struct{ ch chan string }
+
+func (recordHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h recordHandler) Handle(_ context.Context, r slog.Record) error {
+	var b strings.Builder
+	b.WriteString(r.Message)
+	r.Attrs(func(a slog.Attr) bool {
+		fmt.Fprintf(&b, " %s=%v", a.Key, a.Value)
+		return true
+	})
+	select {
+	case h.ch <- b.String():
+	default:
+	}
+	return nil
+}
+func (h recordHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h recordHandler) WithGroup(string) slog.Handler      { return h }
