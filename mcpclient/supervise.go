@@ -328,7 +328,7 @@ func (c *conn) callOnce(ctx context.Context, orig string, params *mcp.CallToolPa
 	}
 	if !c.retryable(orig) {
 		return nil, (&tool.Error{Stage: tool.Execution, Err: err,
-			Msg: fmt.Sprintf("server %s restarted mid-call; not retried (%s)", c.cfg.Name, c.lossReasonShort(err))}).
+			Msg: fmt.Sprintf("server restarted mid-call; not retried (MCP server %s: %s)", c.cfg.Name, c.lossReasonShort(err))}).
 			WithHint("the tool is not marked read-only or idempotent, so it was not sent again and its effect is unknown; the connection is restored: inspect, then call it again if that is safe")
 	}
 	res, err = fresh.CallTool(ctx, params)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -197,3 +198,115 @@ func (h recordHandler) Handle(_ context.Context, r slog.Record) error {
 }
 func (h recordHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
 func (h recordHandler) WithGroup(string) slog.Handler      { return h }
+
+// BH-061: fx-http restarts (its session table emptied); the 404 for the
+// old session id opens a new session. A call of a tool not marked
+// idempotent or read-only is not replayed ("server restarted mid-call;
+// not retried") and the next call works; a read-only one is retried once;
+// a second 404 straight after the fresh session fails the call instead of
+// looping. The status goes connected -> reconnecting -> connected.
+func TestHTTPSessionRestart(t *testing.T) {
+	fx := startFxHTTP(t)
+	m := connect(t, nil, fx.server("fx"))
+	s := watchStates(t, m)
+	mustText(t, callName(t, m, "fx__echo", `{"s":"a"}`), "a")
+
+	fx.control("restart")
+	mustFail(t, callName(t, m, "fx__echo", `{"s":"b"}`), "server restarted mid-call; not retried", "HTTP 404")
+	mustText(t, callName(t, m, "fx__echo", `{"s":"c"}`), "c")
+	if got := s.of("fx"); fmt.Sprint(got) != "[reconnecting connected]" {
+		t.Errorf("states after the restart: %v", got)
+	}
+	if n := fx.control("state").Calls["echo"]; n != 2 {
+		t.Errorf("echo ran %d times on the server, want 2 (a and c; b never replayed)", n)
+	}
+
+	// A real process restart on the same port, then read-only and
+	// idempotent tools: retried once on the new session.
+	fx.restartProcess()
+	mustText(t, callName(t, m, "fx__alpha", ""), "alpha from generation 1")
+	fx.control("restart")
+	mustText(t, callName(t, m, "fx__beta", ""), "beta from generation 2")
+
+	// Two 404s in a row: the retry on the fresh session fails too.
+	fx.control("flap?tool=alpha&n=2")
+	mustFail(t, callName(t, m, "fx__alpha", ""), "lost the connection again straight after it was restored; not retried further")
+	s.until(t, "connected again after the double 404", func() bool { return status(t, m, "fx").State == mcpclient.StateConnected })
+	mustText(t, callName(t, m, "fx__alpha", ""), "alpha from generation 4")
+	if st := status(t, m, "fx"); st.ToolsLoaded == 0 || !strings.HasPrefix(st.Summary(), "connected") {
+		t.Errorf("after the restarts: %s", st.Summary())
+	}
+}
+
+// BH-062: a clean close DELETEs the session, so a single-session server
+// accepts the next initialize; Reconnect reports success only after a
+// real round trip with the tools routed again.
+func TestHTTPSingleSessionReconnect(t *testing.T) {
+	fx := startFxHTTP(t, "-single")
+	m := mcpclient.Connect(guard(t), []mcpclient.ServerConfig{fx.server("fx")}, &mcpclient.Options{InitTimeout: 5 * time.Second})
+	mustText(t, callName(t, m, "fx__alpha", ""), "alpha")
+	first := fx.control("state").Live
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st := fx.control("state")
+	if len(first) != 1 || fmt.Sprint(st.Deletes) != fmt.Sprint(first) || len(st.Live) != 0 {
+		t.Fatalf("clean close: live before %v, deletes %v, live after %v", first, st.Deletes, st.Live)
+	}
+	m = connect(t, nil, fx.server("fx"))
+	mustText(t, callName(t, m, "fx__alpha", ""), "alpha")
+
+	// The server restarts; the operator reconnects: a new session id,
+	// tools/list, routing rebuilt.
+	fx.restartProcess()
+	if err := m.Reconnect(guard(t), "fx"); err != nil {
+		t.Fatalf("Reconnect: %v", err)
+	}
+	live := fx.control("state").Live
+	if len(live) != 1 || live[0] == first[0] {
+		t.Errorf("after Reconnect the server holds sessions %v (first was %v)", live, first)
+	}
+	mustText(t, callName(t, m, "fx__alpha", ""), "alpha")
+	// A reconnect to a server that refuses the session fails, and says so.
+	fx.control("initfail?code=400&body=" + url.QueryEscape(`{"jsonrpc":"2.0","id":1,"error":{"code":-32600,"message":"app not enabled for MCP"}}`))
+	if err := m.Reconnect(guard(t), "fx"); err == nil || !strings.Contains(err.Error(), "app not enabled for MCP") {
+		t.Errorf("Reconnect to a refusing server: %v", err)
+	}
+	if st := status(t, m, "fx"); st.State != mcpclient.StateFailed || len(m.Tools()["fx"]) != 0 {
+		t.Errorf("after a failed reconnect: %s, %d tools", st.Summary(), len(m.Tools()["fx"]))
+	}
+}
+
+// BH-067 (b)-(d): 503 on initialize is retried on the same transport; a
+// 400 with a JSON-RPC body fails with the server's message verbatim; an
+// optional GET stream answered 405 or 404 leaves a working POST-only
+// connection, with no error.
+func TestHTTPConnectAnswers(t *testing.T) {
+	fx := startFxHTTP(t)
+	fx.control("initfail?code=503&count=2")
+	m := connect(t, &mcpclient.Options{RestartBackoff: time.Millisecond}, fx.server("busy"))
+	if st := status(t, m, "busy"); st.State != mcpclient.StateConnected {
+		t.Errorf("after two 503s: %s", st.Summary())
+	}
+
+	fx.control("initfail?code=400&body=" + url.QueryEscape(`{"jsonrpc":"2.0","id":1,"error":{"code":-32600,"message":"app not enabled for MCP"}}`))
+	m = connect(t, nil, fx.server("refused"))
+	if st := status(t, m, "refused"); st.State != mcpclient.StateFailed || !strings.Contains(st.Error, "app not enabled for MCP") {
+		t.Errorf("400 with a JSON-RPC body: %s", st.Summary())
+	}
+
+	for _, code := range []int{405, 404} {
+		fx.control("get?code=" + strconv.Itoa(code))
+		m = connect(t, nil, fx.server("postonly"))
+		if st := status(t, m, "postonly"); st.State != mcpclient.StateConnected || st.Error != "" {
+			t.Errorf("GET %d: %s", code, st.Summary())
+		}
+		mustText(t, callName(t, m, "postonly__echo", `{"s":"p"}`), "p")
+		if got := fx.control("state").RefusedGET; len(got) == 0 || got[len(got)-1] != code {
+			t.Errorf("GET %d: the server refused %v", code, got)
+		}
+		if err := m.Close(); err != nil {
+			t.Error(err)
+		}
+	}
+}
