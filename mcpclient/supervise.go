@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/aibuddy/aibuddy/tool"
@@ -16,7 +17,7 @@ import (
 // supervision is the restoration state of one server (guarded by m.mu).
 type supervision struct {
 	gate     chan struct{} // closed when the running restoration ends; nil when none runs
-	dialing  bool          // an attempt is under way: calls wait for it instead of failing
+	attempt  chan struct{} // closed when the running attempt ends; nil between attempts (calls then fail at once)
 	restarts []time.Time   // restorations begun within Options.RestartWindow
 }
 
@@ -56,7 +57,7 @@ func (c *conn) lost(old *mcp.ClientSession, reason string) {
 	default:
 		c.sup.restarts = append(c.sup.restarts, now)
 		c.state, c.err = StateReconnecting, reason
-		c.sup.gate, c.sup.dialing = make(chan struct{}), true
+		c.sup.gate, c.sup.attempt = make(chan struct{}), make(chan struct{})
 		m.wg.Add(1) // under m.mu with closing false: before Close waits
 		go func() {
 			defer m.wg.Done()
@@ -104,9 +105,6 @@ func (c *conn) restore(old *mcp.ClientSession, oldProc *proc, reason string) {
 	var last string
 	for attempt := 1; attempt <= attempts; attempt++ {
 		if attempt > 1 {
-			m.mu.Lock()
-			c.sup.dialing = false
-			m.mu.Unlock()
 			t := time.NewTimer(delay)
 			select {
 			case <-m.life.Done():
@@ -117,7 +115,7 @@ func (c *conn) restore(old *mcp.ClientSession, oldProc *proc, reason string) {
 			}
 			delay = min(2*delay, m.opts.RestartBackoffMax)
 			m.mu.Lock()
-			c.sup.dialing = true
+			c.sup.attempt = make(chan struct{})
 			m.mu.Unlock()
 		}
 		start := time.Now()
@@ -147,9 +145,22 @@ func (c *conn) restore(old *mcp.ClientSession, oldProc *proc, reason string) {
 		last = why
 		m.mu.Lock()
 		c.err = fmt.Sprintf("%s; reconnect attempt %d of %d failed: %s", reason, attempt, attempts, why)
+		if attempt < attempts {
+			c.endAttemptLocked() // calls in the backoff gap fail at once
+		}
 		m.mu.Unlock()
+		m.notify() // the status changed
 	}
 	finish(StateFailed, fmt.Sprintf("%s; not restored after %d attempts, the last: %s", reason, attempts, last))
+}
+
+// endAttemptLocked marks the running attempt (if any) as ended, waking
+// the calls that wait for it. m.mu must be held.
+func (c *conn) endAttemptLocked() {
+	if c.sup.attempt != nil {
+		close(c.sup.attempt)
+		c.sup.attempt = nil
+	}
 }
 
 // endRestore ends a restoration: the server takes state with why (none:
@@ -165,7 +176,8 @@ func (c *conn) endRestore(state State, why string) {
 	if c.sup.gate != nil {
 		close(c.sup.gate)
 	}
-	c.sup.gate, c.sup.dialing = nil, false
+	c.sup.gate = nil
+	c.endAttemptLocked()
 	m.mu.Unlock()
 	if state != "" {
 		m.opts.Logger.Warn("mcp server "+string(state), "server", c.cfg.Name, "error", why)
@@ -206,7 +218,7 @@ func (m *Manager) Reconnect(ctx context.Context, server string) error {
 	old, oldProc := c.session, c.proc
 	c.session = nil
 	c.state, c.err = StateReconnecting, "reconnect requested"
-	c.sup.gate, c.sup.dialing = make(chan struct{}), true
+	c.sup.gate, c.sup.attempt = make(chan struct{}), make(chan struct{})
 	m.mu.Unlock()
 	m.notify()
 	if old != nil {
@@ -247,14 +259,14 @@ func (c *conn) sessionFor(ctx context.Context) (*mcp.ClientSession, *tool.Error)
 	m := c.m
 	for {
 		m.mu.Lock()
-		state, reason, sess, gate, dialing := c.state, c.err, c.session, c.sup.gate, c.sup.dialing
+		state, reason, sess, attempt := c.state, c.err, c.session, c.sup.attempt
 		m.mu.Unlock()
 		switch {
 		case state == StateConnected && sess != nil:
 			return sess, nil
-		case state == StateReconnecting && dialing && gate != nil:
+		case state == StateReconnecting && attempt != nil:
 			select {
-			case <-gate:
+			case <-attempt:
 				continue
 			case <-ctx.Done():
 				return nil, c.callError(ctx, ctx.Err())
@@ -271,13 +283,18 @@ func (c *conn) ended(sess *mcp.ClientSession, err error) bool {
 	if errors.Is(err, mcp.ErrSessionMissing) || errors.Is(err, mcp.ErrConnectionClosed) {
 		return true
 	}
+	var we *jsonrpc.Error
+	if errors.As(err, &we) {
+		return false // the server answered
+	}
 	c.m.mu.Lock()
 	p, cur := c.proc, c.session
 	c.m.mu.Unlock()
 	if cur != sess {
 		return true
 	}
-	return p != nil && p.hasExited(0)
+	// A broken pipe or EOF: the exit it announces may lag a moment.
+	return p != nil && p.hasExited(500*time.Millisecond)
 }
 
 // lossReason describes why sess ended, as the watch does: a stdio

@@ -310,3 +310,96 @@ func TestHTTPConnectAnswers(t *testing.T) {
 		}
 	}
 }
+
+// BH-063: fx-stdio's quit exits 0 while answering. Policy (a): the server
+// is respawned at once, both later whoami calls succeed with the same new
+// pid, and its tools stay registered. Closing on purpose never respawns,
+// and after Close no child of ours remains (/proc).
+func TestStdioRespawn(t *testing.T) {
+	m := mcpclient.Connect(guard(t), []mcpclient.ServerConfig{fxStdio("fx")}, &mcpclient.Options{InitTimeout: 10 * time.Second, ShutdownTimeout: time.Second})
+	closed := false
+	t.Cleanup(func() {
+		if !closed {
+			_ = m.Close()
+		}
+	})
+	s := watchStates(t, m)
+	pid1 := callName(t, m, "fx__whoami", "").AllText()
+	mustText(t, callName(t, m, "fx__quit", ""), "bye from "+pid1)
+	pid2 := callName(t, m, "fx__whoami", "")
+	mustText(t, pid2, "")
+	pid3 := callName(t, m, "fx__whoami", "")
+	if pid2.AllText() == pid1 || pid3.AllText() != pid2.AllText() {
+		t.Fatalf("whoami: %s, then after quit %s and %s: want one new pid", pid1, pid2.AllText(), pid3.AllText())
+	}
+	if _, ok := m.Name("fx", "whoami"); !ok || len(m.Tools()["fx"]) == 0 {
+		t.Fatal("the respawned server's tools are not registered")
+	}
+	s.until(t, "connected after the respawn", func() bool { return status(t, m, "fx").State == mcpclient.StateConnected })
+	if got := fmt.Sprint(s.of("fx")); got != "[reconnecting connected]" {
+		t.Errorf("states: %s", got)
+	}
+	if kids := children(t); len(kids) != 1 || kids[0] != pid2.AllText() {
+		t.Errorf("children of the test while the server runs: %v, want only %s", kids, pid2.AllText())
+	}
+	closed = true
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if kids := children(t); len(kids) != 0 {
+		t.Errorf("children of the test after Close: %v", kids)
+	}
+	if st := status(t, m, "fx"); st.State != mcpclient.StateDisconnected || st.Error != "closed by the client" {
+		t.Errorf("after Close: %s", st.Summary())
+	}
+}
+
+// A crash whose respawn fails too: calls in the backoff gap fail at once,
+// naming the exit code and the tail of stderr; the tools stay registered
+// while the server is reconnecting.
+func TestStdioRespawnGap(t *testing.T) {
+	marker := filepath.Join(t.TempDir(), "crash")
+	sc := fxStdio("fx")
+	sc.Env[fxEnv] = "stdio -crash-at-start " + marker
+	m := connect(t, &mcpclient.Options{RestartBackoff: time.Hour}, sc)
+	s := watchStates(t, m)
+	mustText(t, callName(t, m, "fx__echo", `{"s":"up"}`), "up")
+	if err := os.WriteFile(marker, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mustFail(t, callName(t, m, "fx__crash", ""), "exited with status 3", "crashing on request")
+	s.until(t, "the first respawn attempt failed", func() bool {
+		return strings.Contains(status(t, m, "fx").Error, "attempt 1 of 5 failed")
+	})
+	st := status(t, m, "fx")
+	if st.State != mcpclient.StateReconnecting || len(m.Tools()["fx"]) == 0 {
+		t.Fatalf("in the gap: %s, %d tools", st.Summary(), len(m.Tools()["fx"]))
+	}
+	mustFail(t, callName(t, m, "fx__echo", `{"s":"gap"}`), "is reconnecting", "exited with status 3", "crashing at start")
+}
+
+// children lists the pids of this process's live children (from /proc).
+func children(t *testing.T) []string {
+	t.Helper()
+	self := strconv.Itoa(os.Getpid())
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range ents {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, so split after ')'.
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+		if len(f) > 1 && f[1] == self && f[0] != "Z" {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
