@@ -403,3 +403,36 @@ func children(t *testing.T) []string {
 	}
 	return out
 }
+
+// Options.CallTimeout runs while the server is silent: a call that sends
+// progress notifications (heartbeats) outlives it; a silent one ends with
+// an error naming the bound and its setting.
+func TestCallTimeoutHeartbeats(t *testing.T) {
+	fx := startFxHTTP(t)
+	m := connect(t, &mcpclient.Options{CallTimeout: time.Second}, fx.server("fx"), fxStdio("local"))
+	for _, name := range []string{"fx", "local"} {
+		mustText(t, callName(t, m, name+"__stall", `{"ms":2500,"heartbeat_ms":50}`), "stalled 2500 ms")
+		mustFail(t, callName(t, m, name+"__stall", `{"ms":0}`), "timed out: no answer and no progress for 1s", "mcp.callTimeout")
+		mustText(t, callName(t, m, name+"__echo", `{"s":"after"}`), "after")
+	}
+}
+
+// A bad frame fails that call, not the server: a result over
+// Options.MaxFrameBytes becomes an error for its call; a line that is not
+// JSON-RPC, after the handshake, is dropped. The server stays connected.
+func TestBadFrames(t *testing.T) {
+	fx := startFxHTTP(t)
+	m := connect(t, &mcpclient.Options{MaxFrameBytes: 1 << 20}, fx.server("fx"), fxStdio("local"))
+	for _, name := range []string{"fx", "local"} {
+		mustFail(t, callName(t, m, name+"__big", `{"bytes":2000000}`), "over the 1048576-byte frame limit", "mcp.upstreamMaxFrameBytes")
+		mustText(t, callName(t, m, name+"__big", `{"bytes":1000}`), "xxxx")
+		if st := status(t, m, name); st.State != mcpclient.StateConnected {
+			t.Errorf("%s after an oversized result: %s", name, st.Summary())
+		}
+	}
+	mustText(t, callName(t, m, "local__garbage", ""), "after garbage")
+	mustText(t, callName(t, m, "local__echo", `{"s":"still"}`), "still")
+	if st := status(t, m, "local"); st.State != mcpclient.StateConnected {
+		t.Errorf("after a garbage line: %s", st.Summary())
+	}
+}
