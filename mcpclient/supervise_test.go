@@ -103,7 +103,8 @@ func mustFail(t *testing.T, r *tool.Result, want ...string) {
 	}
 }
 
-// Issue 13, item 1: the server's own requests (ping, roots/list), sent
+// Issue 13, item 1: the server's own requests (ping and roots/list answered,
+// elicitation/create refused with a JSON-RPC error: aibuddy declares none), sent
 // outside any call, are answered, and a tools/list_changed sent outside a
 // call arrives; over streamable HTTP (the standalone GET stream the SDK
 // opens through its session hook) and stdio alike.
@@ -114,9 +115,10 @@ func TestServerRequestsOutsideACall(t *testing.T) {
 			m := connect(t, nil, sc)
 			s := watchStates(t, m)
 			mustText(t, callName(t, m, sc.Name+"__poke", ""), "poked")
-			r := callName(t, m, sc.Name+"__pokes", `{"wait":2}`)
+			r := callName(t, m, sc.Name+"__pokes", `{"wait":3}`)
 			mustText(t, r, "ping: ok")
 			mustText(t, r, "roots/list: ok, 0 roots")
+			mustText(t, r, "elicitation/create: error -32602: client does not support elicitation")
 			s.until(t, "gamma listed after tools/list_changed", func() bool {
 				_, ok := m.Name(sc.Name, "gamma")
 				return ok
