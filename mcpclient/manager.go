@@ -308,6 +308,7 @@ type conn struct {
 	gone        map[string]string      // provider-facing name -> original, once loaded and no longer offered
 	closing     bool
 	sup         supervision // the restoration of a lost connection (supervise.go)
+	sseFallback atomic.Bool // a guessed-type server answered POST with 405: it speaks legacy SSE (cached)
 }
 
 // progressSink is where a running call's progress notifications go: its
@@ -405,7 +406,7 @@ func (m *Manager) Servers() []ServerStatus {
 	for _, c := range m.conns {
 		late := c.unusableLocked()
 		s := ServerStatus{
-			Name: c.cfg.Name, Type: c.cfg.Type, State: c.state, Error: c.err,
+			Name: c.cfg.Name, Type: c.transportType(), State: c.state, Error: c.err,
 			ToolsOffered: c.offered, ToolsLoaded: len(c.tools) - len(late),
 			Quarantined: append(append(append([]Quarantine(nil), c.quarantined...), c.collided...), late...),
 			Repairs:     append([]Repair(nil), c.repairs...),
@@ -440,6 +441,15 @@ func (m *Manager) Tools() map[string][]*tool.Tool {
 		out[c.cfg.Name] = ts
 	}
 	return out
+}
+
+// transportType is the transport the server is reached by: its
+// configured type, or "sse" once a guessed-type server fell back.
+func (c *conn) transportType() string {
+	if c.sseFallback.Load() {
+		return TypeSSE
+	}
+	return c.cfg.Type
 }
 
 // unusableLocked lists the loaded tools whose schema failed to compile at
@@ -778,6 +788,18 @@ func (c *conn) dial(initCtx context.Context) (*dialed, string) {
 			LoggingMessageHandler:       c.onLog,
 		})
 	sess, err := c.handshake(initCtx, client, transport)
+	if err != nil && c.fallBackToSSE(err) {
+		// BH-067 (e): only a POST answered 405, on an entry without a
+		// pinned type; both errors are reported if SSE fails too.
+		first := c.describeFailure("initialize", err, initCtx)
+		c.sseFallback.Store(true)
+		c.m.opts.Logger.Info("mcp server refused POST (405); trying legacy SSE", "server", c.cfg.Name)
+		sess, err = c.handshake(initCtx, client, c.httpTransport(initCtx))
+		if err != nil {
+			c.sseFallback.Store(false)
+			return nil, "streamable HTTP: " + first + "; then legacy SSE: " + c.describeFailure("initialize", err, initCtx)
+		}
+	}
 	if err != nil {
 		if p != nil {
 			p.shutdown()
@@ -1214,7 +1236,7 @@ func (c *conn) httpTransport(initCtx context.Context) mcp.Transport {
 		}
 		return c.frame(defuse(msg, maxDepth, c.exclude), false)
 	}}
-	if c.cfg.Type == TypeSSE {
+	if c.cfg.Type == TypeSSE || c.sseFallback.Load() {
 		inner := &mcp.SSEClientTransport{Endpoint: c.cfg.URL, HTTPClient: &hc}
 		return lifeTransport{inner: inner, life: c.m.life, init: initCtx}
 	}

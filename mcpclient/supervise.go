@@ -388,6 +388,15 @@ func (c *conn) handshake(initCtx context.Context, client *mcp.Client, transport 
 	}
 }
 
+// fallBackToSSE reports whether a failed streamable-HTTP initialize
+// should be tried again over legacy SSE: the entry named no type, it has
+// not fallen back already, and the POST was answered 405 Method Not
+// Allowed (a 401, 4xx body or 5xx never falls back).
+func (c *conn) fallBackToSSE(err error) bool {
+	return c.cfg.Type == TypeHTTP && c.cfg.TypeGuessed && !c.sseFallback.Load() &&
+		strings.Contains(err.Error(), http.StatusText(http.StatusMethodNotAllowed))
+}
+
 // transientHTTP reports whether err is the SDK's report of a transient
 // HTTP status (it formats them with http.StatusText).
 func transientHTTP(err error) bool {

@@ -8,6 +8,8 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
@@ -436,5 +438,47 @@ func TestBadFrames(t *testing.T) {
 	mustText(t, callName(t, m, "local__echo", `{"s":"still"}`), "still")
 	if st := status(t, m, "local"); st.State != mcpclient.StateConnected {
 		t.Errorf("after a garbage line: %s", st.Summary())
+	}
+}
+
+// BH-067 (e): a url-only entry whose server speaks only legacy SSE (POST
+// answered 405) falls back to SSE, and the choice is kept for the
+// server's reconnects; a pinned "type": "http" never falls back. When the
+// fallback fails too, both errors are reported, the original first.
+func TestHTTPFallbackToSSE(t *testing.T) {
+	legacy := startFxHTTP(t, "-sse")
+	parse := func(entry string) mcpclient.ServerConfig {
+		servers, err := mcpclient.ParseServersWith(map[string]json.RawMessage{"old": json.RawMessage(entry)}, func(string) (string, bool) { return "", false })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return servers[0]
+	}
+	m := connect(t, nil, parse(`{"url":"`+legacy.URL+`"}`))
+	if st := status(t, m, "old"); st.State != mcpclient.StateConnected || st.Type != "sse" {
+		t.Fatalf("url only, legacy server: %s (%s)", st.Summary(), st.Type)
+	}
+	mustText(t, callName(t, m, "old__echo", `{"s":"sse"}`), "sse")
+	if err := m.Reconnect(guard(t), "old"); err != nil {
+		t.Fatalf("Reconnect: %v", err)
+	}
+	if st := status(t, m, "old"); st.Type != "sse" {
+		t.Errorf("after Reconnect: type %s", st.Type)
+	}
+
+	m = connect(t, nil, parse(`{"type":"http","url":"`+legacy.URL+`"}`))
+	if st := status(t, m, "old"); st.State != mcpclient.StateFailed || strings.Contains(st.Error, "legacy SSE") {
+		t.Errorf("pinned http: %s", st.Summary())
+	}
+
+	// Neither transport answers: a plain handler refusing everything.
+	nothing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "no MCP here", http.StatusMethodNotAllowed)
+	}))
+	t.Cleanup(nothing.Close)
+	m = connect(t, nil, parse(`{"url":"`+nothing.URL+`"}`))
+	st := status(t, m, "old")
+	if i, j := strings.Index(st.Error, "streamable HTTP: "), strings.Index(st.Error, "; then legacy SSE: "); st.State != mcpclient.StateFailed || i != 0 || j < 0 {
+		t.Errorf("both failing: %s", st.Summary())
 	}
 }
