@@ -308,6 +308,7 @@ type conn struct {
 	gone        map[string]string      // provider-facing name -> original, once loaded and no longer offered
 	closing     bool
 	sup         supervision // the restoration of a lost connection (supervise.go)
+	refreshing  bool        // the refresher runs (started by the first install)
 	sseFallback atomic.Bool // a guessed-type server answered POST with 405: it speaks legacy SSE (cached)
 }
 
@@ -728,8 +729,6 @@ func (c *conn) connect(ctx context.Context) {
 	if !c.install(d, start) {
 		return
 	}
-	m.wg.Add(1)
-	go func() { defer m.wg.Done(); c.refresher() }()
 	m.notify()
 }
 
@@ -846,10 +845,15 @@ func (c *conn) install(d *dialed, start time.Time) bool {
 	c.applyListLocked(d.list)
 	m.rebuildLocked()
 	loaded, offered := len(c.tools), c.offered
+	m.wg.Add(1) // under m.mu with closing false: before Close waits
+	go func() { defer m.wg.Done(); c.watch(d.sess, d.p) }()
+	if !c.refreshing {
+		c.refreshing = true
+		m.wg.Add(1)
+		go func() { defer m.wg.Done(); c.refresher() }()
+	}
 	m.mu.Unlock()
 	m.opts.Logger.Info("mcp server connected", "server", c.cfg.Name, "tools_loaded", loaded, "tools_offered", offered)
-	m.wg.Add(1)
-	go func() { defer m.wg.Done(); c.watch(d.sess, d.p) }()
 	return true
 }
 

@@ -71,7 +71,6 @@ func (c *conn) lost(old *mcp.ClientSession, reason string) {
 	m.mu.Unlock()
 	if state == StateReconnecting {
 		m.opts.Logger.Warn("mcp server lost; reconnecting", "server", c.cfg.Name, "error", reason)
-		go func() { _ = old.Close() }() // the SDK's side of it; the process is shut down by restore
 	} else {
 		m.opts.Logger.Warn("mcp server "+string(state), "server", c.cfg.Name, "error", c.errText())
 		_ = old.Close()
@@ -98,7 +97,7 @@ func (c *conn) restore(old *mcp.ClientSession, oldProc *proc, reason string) {
 	if oldProc != nil {
 		oldProc.shutdown() // no child of ours outlives its connection
 	}
-	_ = old
+	_ = old.Close() // the SDK's side of it (no DELETE after a 404)
 	finish := c.endRestore
 	attempts := max(1, m.opts.MaxRestarts)
 	delay := m.opts.RestartBackoff
