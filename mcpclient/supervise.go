@@ -337,14 +337,15 @@ func (c *conn) callOnce(ctx context.Context, orig string, params *mcp.CallToolPa
 	if err == nil || ctx.Err() != nil || !c.ended(sess, err) {
 		return res, err
 	}
-	c.lost(sess, c.lossReason(err))
+	why := c.lossReason(err) // before the restoration replaces the process
+	c.lost(sess, why)
 	fresh, terr := c.sessionFor(ctx)
 	if terr != nil {
 		return nil, terr.WithHint("the call was not sent again; " + terr.Hint)
 	}
 	if !c.retryable(orig) {
 		return nil, (&tool.Error{Stage: tool.Execution, Err: err,
-			Msg: fmt.Sprintf("server restarted mid-call; not retried (MCP server %s: %s)", c.cfg.Name, c.lossReasonShort(err))}).
+			Msg: fmt.Sprintf("server restarted mid-call; not retried (MCP server %s: %s)", c.cfg.Name, shortReason(err, why))}).
 			WithHint("the tool is not marked read-only or idempotent, so it was not sent again and its effect is unknown; the connection is restored: inspect, then call it again if that is safe")
 	}
 	res, err = fresh.CallTool(ctx, params)
@@ -357,11 +358,13 @@ func (c *conn) callOnce(ctx context.Context, orig string, params *mcp.CallToolPa
 	return res, err
 }
 
-func (c *conn) lossReasonShort(err error) string {
+// shortReason is why, for a message: "HTTP 404 for the session", or the
+// exit and the last stderr lines.
+func shortReason(err error, why string) string {
 	if errors.Is(err, mcp.ErrSessionMissing) {
 		return "HTTP 404 for the session"
 	}
-	return lastLines(c.lossReason(err), 5, 300)
+	return lastLines(why, 5, 300)
 }
 
 // handshake runs client.Connect over transport, retrying with backoff
