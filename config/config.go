@@ -88,7 +88,29 @@ type Discovery struct {
 // MCP configures connections to MCP servers. Zero means the default given.
 type MCP struct {
 	InitTimeout Duration `json:"initTimeout,omitempty"` // connect + initialize + tools/list per server; default 30 s
-	CallTimeout Duration `json:"callTimeout,omitempty"` // one tools/call; default none beyond the caller's
+	// CallTimeout bounds one upstream tools/call while the server is
+	// silent about it: each progress notification (a heartbeat) starts it
+	// again. A server's own "callTimeout" wins. Default 10 min
+	// (mcpclient.DefaultCallTimeout, what hosts use).
+	CallTimeout Duration `json:"callTimeout,omitempty"`
+	// RestartBackoff and RestartBackoffMax shape the restoration of a lost
+	// upstream connection (a stdio server respawned, an HTTP session
+	// opened again after 404): the first attempt runs at once, each later
+	// one waits RestartBackoff, doubling up to RestartBackoffMax. Defaults
+	// 250 ms and 30 s.
+	RestartBackoff    Duration `json:"restartBackoff,omitempty"`
+	RestartBackoffMax Duration `json:"restartBackoffMax,omitempty"`
+	// MaxRestarts bounds the restorations of one server within
+	// RestartWindow, and the attempts of one restoration; past it the
+	// server is failed with the reason (`aibuddy tools`). Defaults 5 and
+	// 10 min.
+	MaxRestarts   int      `json:"maxRestarts,omitempty"`
+	RestartWindow Duration `json:"restartWindow,omitempty"`
+	// UpstreamMaxFrameBytes bounds one message from an upstream MCP server
+	// (bytes: a stdio line, an HTTP body or event); a result over it fails
+	// its call only, the server stays connected. Default 16 MiB (the MCP
+	// Go SDK's own line bound).
+	UpstreamMaxFrameBytes int `json:"upstreamMaxFrameBytes,omitempty"`
 	// StartupWait bounds how long `aibuddy mcp` waits for MCP servers before
 	// it answers the host; servers still connecting join later and the host
 	// is told with notifications/tools/list_changed. Default 5 s; set it to
@@ -667,6 +689,9 @@ func (c *Config) validate() error {
 		"mcp.stopGrace":              int64(c.MCP.StopGrace),
 		"mcp.listChangedInterval":    int64(c.MCP.ListChangedInterval),
 		"mcp.expectedToolsPerServer": int64(c.MCP.ExpectedToolsPerServer),
+		"mcp.restartBackoff":         int64(c.MCP.RestartBackoff), "mcp.restartBackoffMax": int64(c.MCP.RestartBackoffMax),
+		"mcp.maxRestarts": int64(c.MCP.MaxRestarts), "mcp.restartWindow": int64(c.MCP.RestartWindow),
+		"mcp.upstreamMaxFrameBytes":  int64(c.MCP.UpstreamMaxFrameBytes),
 		"compaction.thresholdTokens": int64(c.Compaction.ThresholdTokens), "compaction.targetTokens": int64(c.Compaction.TargetTokens),
 		"compaction.workers": int64(c.Compaction.Workers), "compaction.viewMaxChars": int64(c.Compaction.ViewMaxChars),
 		"compaction.viewMaxTokens": int64(c.Compaction.ViewMaxTokens), "compaction.viewMaxJSONBytes": c.Compaction.ViewMaxJSONBytes,

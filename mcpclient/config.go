@@ -38,9 +38,13 @@ type ServerConfig struct {
 	// expansion; its variables were read into Env at parse time, with
 	// "env" entries taking precedence over the file's.
 	EnvFile string
-	URL     string            // http/sse: the endpoint
-	Type    string            // "stdio", "http" or "sse"
-	Headers map[string]string // http/sse: sent with every request (e.g. Authorization)
+	URL     string // http/sse: the endpoint
+	Type    string // "stdio", "http" or "sse"
+	// TypeGuessed is set when the entry named no "type" and Type was
+	// inferred (http for a url): such a server may fall back to legacy
+	// SSE when its POST is answered 405 (BH-067 e).
+	TypeGuessed bool
+	Headers     map[string]string // http/sse: sent with every request (e.g. Authorization)
 	// Disabled servers are listed with state "disabled" and never started
 	// (the "disabled": true key Cline and Cursor use).
 	Disabled bool
@@ -252,7 +256,7 @@ func parseServer(name string, raw json.RawMessage, lookup func(string) (string, 
 		case sc.Command != "":
 			typ = TypeStdio
 		case sc.URL != "":
-			typ = TypeHTTP
+			typ, sc.TypeGuessed = TypeHTTP, true
 		default:
 			return fail("", `needs "command" (a stdio server) or "url" (a remote server)`)
 		}

@@ -34,7 +34,7 @@ func TestParseServers(t *testing.T) {
 	}
 	want := []mcpclient.ServerConfig{
 		{Name: "cline", Type: "stdio", Command: "uvx", Args: []string{"mcp-server-git"}, Disabled: true},
-		{Name: "cursor", Type: "http", URL: "https://example.com/mcp"},
+		{Name: "cursor", Type: "http", TypeGuessed: true, URL: "https://example.com/mcp"},
 		{Name: "files", Type: "stdio", Command: "npx", Args: []string{"-y", "@modelcontextprotocol/server-filesystem", "/srv/u/docs"},
 			Env: map[string]string{"DEBUG": "0", "KEY": "t0k"}, Cwd: "/srv/u"},
 		{Name: "old", Type: "sse", URL: "http://localhost:9/sse"},

@@ -71,5 +71,52 @@
 //     Elicitor nothing is advertised and a server that asks anyway gets
 //     an Authorization-stage error, never a made-up answer.
 //   - Teardown: [Manager.Close] closes stdin, waits, then terminates and
-//     kills each stdio server's process group, each step bounded.
+//     kills each stdio server's process group, each step bounded; a
+//     streamable HTTP session is ended with DELETE (the SDK bounds it to
+//     5 s).
+//   - Server requests and notifications (issue 13): the streamable
+//     connection is handed to the SDK unwrapped, so its session hook opens
+//     the standalone GET stream; ping and roots/list are answered and
+//     elicitation/create refused with a JSON-RPC error, and notifications
+//     outside a call (tools/list_changed, log messages) arrive, on stdio
+//     and HTTP alike.
+//
+// # Supervision
+//
+// One policy, applied the same way to every transport (supervise.go;
+// cases BH-061, BH-062, BH-063, BH-067 in shared/cases/9-mcp-lifecycle.md):
+//
+//   - A connection that ends without Close (a stdio process exits or is
+//     killed, an HTTP server answers 404 for the session id, the
+//     connection breaks) is restored: state [StateReconnecting] with the
+//     reason, the server's tools stay registered, the first attempt runs at
+//     once and later ones after Options.RestartBackoff doubling up to
+//     RestartBackoffMax, at most Options.MaxRestarts attempts and
+//     restorations within RestartWindow; then [StateFailed] with the
+//     reason and the tools removed. MaxRestarts < 0 turns restoration off
+//     ([StateDisconnected] at once). Subscribers hear of every change.
+//   - Calls: one that arrives while an attempt runs waits for it; one in a
+//     backoff gap fails at once (Execution stage, naming the reason: a
+//     stdio exit status and the tail of stderr). A call whose connection
+//     ended under it is sent again once on the restored connection only
+//     if the tool is annotated readOnlyHint or idempotentHint; otherwise
+//     "server restarted mid-call; not retried". A loss straight after the
+//     restoration fails the call instead of looping.
+//   - HTTP: a restoration is a new session: initialize, tools/list, names
+//     routed again. initialize answered 502/503/504/429 is retried with the
+//     backoff on the same transport within InitTimeout; a JSON-RPC error
+//     body is surfaced as it is; an optional GET stream refused with 405
+//     or 404 leaves a POST-only connection without error. There is no
+//     automatic fallback to legacy SSE (configure type "sse").
+//   - stdio: a restoration is a new process; the old process group is
+//     stopped first. Close and [Manager.Reconnect] stop servers on purpose,
+//     which never counts as a crash.
+//   - Frames: a result over Options.MaxFrameBytes becomes an error for
+//     its call; a stdio line that is not JSON after the handshake is
+//     dropped and logged (frame.go). The server stays connected.
+//   - Timeouts: Options.CallTimeout (default 10 min) bounds a call while
+//     the server is silent; each progress notification restarts it.
+//   - [Manager.Reconnect] is the operator's reconnect (BH-062): it closes
+//     the connection on purpose (DELETE of the HTTP session) and reports
+//     success only after initialize, tools/list and a non-empty registry.
 package mcpclient

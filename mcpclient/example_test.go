@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http/httptest"
 	"time"
 
+	"github.com/aibuddy/aibuddy/internal/fixtures/fxmcp"
 	"github.com/aibuddy/aibuddy/mcpclient"
 	"github.com/aibuddy/aibuddy/tool"
 )
@@ -34,4 +36,34 @@ func Example() {
 	// db failed: exited with status 3 during initialize: cannot open db
 	// execution true
 	// ops_tools__admin_users_list
+}
+
+// The supervision policy over streamable HTTP, against fx-http in this
+// process: the server restarts (its sessions forgotten), a read-only
+// tool is retried once on the new session, and an operator's Reconnect
+// DELETEs the session before opening the next.
+func ExampleManager_Reconnect() {
+	fx := fxmcp.NewHTTP(fxmcp.HTTPOptions{})
+	srv := httptest.NewServer(fx)
+	defer srv.Close()
+	defer fx.Close()
+	m := mcpclient.Connect(context.Background(),
+		[]mcpclient.ServerConfig{{Name: "fx", Type: mcpclient.TypeHTTP, URL: srv.URL + "/mcp"}},
+		&mcpclient.Options{InitTimeout: 5 * time.Second})
+	defer m.Close()
+	alpha := func() string {
+		return m.Call(context.Background(), &tool.Call{Name: "fx__alpha", Input: json.RawMessage(`{}`)}).AllText()
+	}
+	fmt.Println(alpha())
+	fx.Restart()
+	fmt.Println(alpha())
+	if err := m.Reconnect(context.Background(), "fx"); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(m.Servers()[0].State, len(fx.State().Deletes), "DELETE")
+	// Output:
+	// alpha from generation 1
+	// alpha from generation 2
+	// connected 1 DELETE
 }

@@ -80,7 +80,7 @@ func TestReadHostFileGemini(t *testing.T) {
 		{Name: "memory", Type: "stdio", Command: "npx", Args: []string{"-y", "@modelcontextprotocol/server-memory"},
 			Env: map[string]string{"MEMORY_FILE_PATH": "/srv/u/memory.jsonl", "TOKEN": "t0k"}, Cwd: "./tools",
 			IncludeTools: []string{"read_graph", "search_nodes"}, CallTimeout: 15 * time.Second},
-		{Name: "remote", Type: "http", URL: "https://mcp.example.com/mcp", ExcludeTools: []string{"delete_all"}},
+		{Name: "remote", Type: "http", TypeGuessed: true, URL: "https://mcp.example.com/mcp", ExcludeTools: []string{"delete_all"}},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("servers (-want +got):\n%s", diff)

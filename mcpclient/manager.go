@@ -32,8 +32,25 @@ type Options struct {
 	// connect, initialize, and the first tools/list. It also bounds every
 	// later tools/list refresh. Default 30 s (BH-041).
 	InitTimeout time.Duration
-	// CallTimeout bounds each tools/call; 0 means only the caller's ctx.
+	// CallTimeout bounds each tools/call while the server is silent about
+	// it: every progress notification for the call (a heartbeat) starts
+	// the bound again. 0 means [DefaultCallTimeout] (10 min, what hosts
+	// use); a negative value means only the caller's ctx (setting
+	// mcp.callTimeout).
 	CallTimeout time.Duration
+	// RestartBackoff is the wait before the second and later attempts to
+	// restore a lost connection (a stdio server respawned, an HTTP session
+	// opened again); it doubles with each attempt up to
+	// RestartBackoffMax. The first attempt runs at once. Defaults 250 ms
+	// and 30 s.
+	RestartBackoff, RestartBackoffMax time.Duration
+	// MaxRestarts bounds the restorations of one server within
+	// RestartWindow, and the attempts of one restoration; past it the
+	// server is failed with the reason. 0 means 5; a negative value means
+	// a lost connection is never restored (the server is disconnected and
+	// its tools removed). RestartWindow defaults to 10 min.
+	MaxRestarts   int
+	RestartWindow time.Duration
 	// StderrTailBytes is how much of each stdio server's stderr is kept
 	// (the newest bytes) for diagnostics. Default 8 KiB (BH-042).
 	StderrTailBytes int
@@ -102,6 +119,12 @@ type Options struct {
 	// (mcp.protocolVersion); the server may settle on an older one.
 	// Default "": the newest of ProtocolVersions.
 	ProtocolVersion string
+	// MaxFrameBytes bounds one inbound message from a server (bytes: a
+	// stdio line, an HTTP body or event). A response over it fails its
+	// call only, with an error naming the size; other bad frames are
+	// dropped and logged (frame.go). Default [DefaultMaxFrameBytes]
+	// (16 MiB, setting mcp.upstreamMaxFrameBytes).
+	MaxFrameBytes int
 }
 
 // DefaultInheritEnv is what a stdio server inherits from the host by
@@ -125,6 +148,24 @@ func (o *Options) withDefaults() Options {
 	if v.InitTimeout <= 0 {
 		v.InitTimeout = 30 * time.Second
 	}
+	if v.CallTimeout == 0 {
+		v.CallTimeout = DefaultCallTimeout
+	}
+	if v.RestartBackoff <= 0 {
+		v.RestartBackoff = 250 * time.Millisecond
+	}
+	if v.RestartBackoffMax <= 0 {
+		v.RestartBackoffMax = 30 * time.Second
+	}
+	if v.MaxRestarts == 0 {
+		v.MaxRestarts = 5
+	}
+	if v.RestartWindow <= 0 {
+		v.RestartWindow = 10 * time.Minute
+	}
+	if v.MaxFrameBytes <= 0 {
+		v.MaxFrameBytes = DefaultMaxFrameBytes
+	}
 	if v.StderrTailBytes <= 0 {
 		v.StderrTailBytes = 8 << 10
 	}
@@ -146,13 +187,22 @@ func (o *Options) withDefaults() Options {
 	return v
 }
 
+// DefaultCallTimeout is Options.CallTimeout when unset: how long one
+// tools/call may go without an answer or a progress notification.
+const DefaultCallTimeout = 10 * time.Minute
+
 // State is a server's connection state.
 type State string
+
+// Usable reports whether the server's tools are registered: connected, or
+// reconnecting (its tools stay while the connection is restored).
+func (s State) Usable() bool { return s == StateConnected || s == StateReconnecting }
 
 // Server states.
 const (
 	StateConnecting   State = "connecting"   // Start has begun the handshake
 	StateConnected    State = "connected"    // initialized and its tools listed
+	StateReconnecting State = "reconnecting" // lost; being restored (Error says why), its tools still registered
 	StateFailed       State = "failed"       // never became usable; Error says why
 	StateDisconnected State = "disconnected" // was connected, then lost or closed; Error says why
 	StateDisabled     State = "disabled"     // "disabled": true in the configuration
@@ -204,7 +254,7 @@ func (s ServerStatus) Summary() string {
 			sum += fmt.Sprintf(", %d of %d notifications dropped (over mcp.notificationsPerSecond)", s.NotificationsDropped, s.Notifications)
 		}
 		return sum
-	case StateFailed, StateDisconnected:
+	case StateFailed, StateDisconnected, StateReconnecting:
 		return string(s.State) + ": " + s.Error
 	}
 	return string(s.State)
@@ -245,7 +295,7 @@ type conn struct {
 	done chan struct{} // closed by Close
 
 	progressMu sync.Mutex
-	progress   map[string]*tool.Call
+	progress   map[string]progressSink
 	nextToken  atomic.Int64
 
 	excludedMu sync.Mutex
@@ -272,6 +322,16 @@ type conn struct {
 	live        map[string]bool        // original names currently loaded
 	gone        map[string]string      // provider-facing name -> original, once loaded and no longer offered
 	closing     bool
+	sup         supervision // the restoration of a lost connection (supervise.go)
+	refreshing  bool        // the refresher runs (started by the first install)
+	sseFallback atomic.Bool // a guessed-type server answered POST with 405: it speaks legacy SSE (cached)
+}
+
+// progressSink is where a running call's progress notifications go: its
+// event sink, and the heartbeat that restarts its CallTimeout.
+type progressSink struct {
+	call *tool.Call
+	beat func()
 }
 
 type definedTool struct {
@@ -314,7 +374,7 @@ func Start(ctx context.Context, servers []ServerConfig, opts *Options) *Manager 
 	var pending sync.WaitGroup
 	for _, sc := range sorted {
 		c := &conn{m: m, cfg: sc, kick: make(chan struct{}, 1), done: make(chan struct{}),
-			progress: map[string]*tool.Call{}, state: StateConnecting,
+			progress: map[string]progressSink{}, state: StateConnecting,
 			live: map[string]bool{}, gone: map[string]string{}, defined: map[string]definedTool{}}
 		c.notes = newNotes(sc.Name, o.NotificationsPerSecond, o.NotificationLogInterval, o.Logger, c.signal)
 		if sc.Disabled {
@@ -362,7 +422,7 @@ func (m *Manager) Servers() []ServerStatus {
 	for _, c := range m.conns {
 		late := c.unusableLocked()
 		s := ServerStatus{
-			Name: c.cfg.Name, Type: c.cfg.Type, State: c.state, Error: c.err,
+			Name: c.cfg.Name, Type: c.transportType(), State: c.state, Error: c.err,
 			ToolsOffered: c.offered, ToolsLoaded: len(c.tools) - len(late),
 			Quarantined: append(append(append([]Quarantine(nil), c.quarantined...), c.collided...), late...),
 			Repairs:     append([]Repair(nil), c.repairs...),
@@ -385,7 +445,7 @@ func (m *Manager) Tools() map[string][]*tool.Tool {
 	defer m.mu.Unlock()
 	out := map[string][]*tool.Tool{}
 	for _, c := range m.conns {
-		if c.state != StateConnected {
+		if !c.state.Usable() {
 			continue
 		}
 		ts := make([]*tool.Tool, 0, len(c.tools))
@@ -397,6 +457,15 @@ func (m *Manager) Tools() map[string][]*tool.Tool {
 		out[c.cfg.Name] = ts
 	}
 	return out
+}
+
+// transportType is the transport the server is reached by: its
+// configured type, or "sse" once a guessed-type server fell back.
+func (c *conn) transportType() string {
+	if c.sseFallback.Load() {
+		return TypeSSE
+	}
+	return c.cfg.Type
 }
 
 // unusableLocked lists the loaded tools whose schema failed to compile at
@@ -490,7 +559,7 @@ func (m *Manager) Call(ctx context.Context, call *tool.Call) *tool.Result {
 		return t.Call(ctx, call)
 	}
 	switch {
-	case owner != nil && state != StateConnected:
+	case owner != nil && !state.Usable():
 		return tool.ErrorResult(owner.unavailable(state, reason), call.Name)
 	case owner != nil && goneOrig != "":
 		return tool.ErrorResult(owner.noLongerOffered(goneOrig), call.Name)
@@ -590,7 +659,7 @@ func (m *Manager) Close() error {
 func (m *Manager) rebuildLocked() {
 	var origins []Origin
 	for _, c := range m.conns {
-		if c.state != StateConnected {
+		if !c.state.Usable() {
 			continue
 		}
 		for _, cd := range c.cands {
@@ -608,7 +677,7 @@ func (m *Manager) rebuildLocked() {
 		}
 		c.tools, c.collided = nil, nil
 		c.live = map[string]bool{}
-		if c.state != StateConnected {
+		if !c.state.Usable() {
 			continue
 		}
 		defined := map[string]definedTool{}
@@ -663,14 +732,36 @@ func (c *conn) connect(ctx context.Context) {
 	stopOnClose := context.AfterFunc(m.life, cancel)
 	defer stopOnClose()
 
-	fail := func(reason string) {
+	d, reason := c.dial(initCtx)
+	if d == nil {
 		m.mu.Lock()
 		c.state, c.err, c.elapsed = StateFailed, reason, time.Since(start)
 		m.mu.Unlock()
 		m.opts.Logger.Warn("mcp server failed", "server", c.cfg.Name, "error", reason)
 		m.notify()
+		return
 	}
+	if !c.install(d, start) {
+		return
+	}
+	m.notify()
+}
 
+// dialed is one open connection: its session, its process (stdio), and
+// the first tools/list.
+type dialed struct {
+	sess *mcp.ClientSession
+	p    *proc
+	list []*mcp.Tool
+	info string
+}
+
+// dial opens one connection to the server, bounded by initCtx: process
+// start or HTTP connect, initialize, and the first tools/list. It returns
+// nil and the reason Servers shows when any step fails, with the process
+// (if any) shut down.
+func (c *conn) dial(initCtx context.Context) (*dialed, string) {
+	m := c.m
 	var transport mcp.Transport
 	var p *proc
 	switch c.cfg.Type {
@@ -678,8 +769,7 @@ func (c *conn) connect(ctx context.Context) {
 		var err error
 		p, err = startProc(c.cfg, m.opts.InheritEnv, m.opts.StderrTailBytes, m.opts.ShutdownTimeout, m.confinement(c.cfg))
 		if err != nil {
-			fail(err.Error())
-			return
+			return nil, err.Error()
 		}
 		maxDepth := m.opts.MaxSchemaDepth
 		if maxDepth <= 0 {
@@ -689,17 +779,18 @@ func (c *conn) connect(ctx context.Context) {
 			if line = c.notes.line(line); line == nil {
 				return nil
 			}
-			return defuse(line, maxDepth, c.exclude)
+			// Before the handshake a line that is not JSON fails the start at
+			// once (a server logging to stdout); after it, it is dropped.
+			return c.frame(defuse(line, maxDepth, c.exclude), p.initialized.Load())
 		}
 		m.mu.Lock()
 		c.proc = p
 		m.mu.Unlock()
-		transport = p.transport()
+		transport = p.transport(m.opts.MaxFrameBytes + 64<<10)
 	case TypeHTTP, TypeSSE:
 		transport = c.httpTransport(initCtx)
 	default:
-		fail(fmt.Sprintf("unknown transport type %q", c.cfg.Type))
-		return
+		return nil, fmt.Sprintf("unknown transport type %q", c.cfg.Type)
 	}
 
 	client := mcp.NewClient(&mcp.Implementation{Name: m.opts.ClientName, Version: m.opts.ClientVersion},
@@ -708,53 +799,77 @@ func (c *conn) connect(ctx context.Context) {
 			Capabilities:                &mcp.ClientCapabilities{}, // no roots: a server uses its own configuration
 			ToolListChangedHandler:      func(context.Context, *mcp.ToolListChangedRequest) { c.signal() },
 			ProgressNotificationHandler: c.onProgress,
+			LoggingMessageHandler:       c.onLog,
 		}))
-	sess, err := client.Connect(initCtx, transport, c.sessionOptions())
+	sess, err := c.handshake(initCtx, client, transport)
+	if err != nil && c.fallBackToSSE(err) {
+		// BH-067 (e): only a POST answered 405, on an entry without a
+		// pinned type; both errors are reported if SSE fails too.
+		first := c.describeFailure("initialize", err, initCtx)
+		c.sseFallback.Store(true)
+		c.m.opts.Logger.Info("mcp server refused POST (405); trying legacy SSE", "server", c.cfg.Name)
+		sess, err = c.handshake(initCtx, client, c.httpTransport(initCtx))
+		if err != nil {
+			c.sseFallback.Store(false)
+			return nil, "streamable HTTP: " + first + "; then legacy SSE: " + c.describeFailure("initialize", err, initCtx)
+		}
+	}
 	if err != nil {
 		if p != nil {
 			p.shutdown()
 		}
-		fail(c.describeFailure("initialize", err, initCtx))
-		return
+		return nil, c.describeFailure("initialize", err, initCtx)
 	}
-	var info string
+	d := &dialed{sess: sess, p: p}
 	ir := sess.InitializeResult()
 	if ir != nil && ir.ServerInfo != nil {
-		info = strings.TrimSpace(ir.ServerInfo.Name + " " + ir.ServerInfo.Version)
+		d.info = strings.TrimSpace(ir.ServerInfo.Name + " " + ir.ServerInfo.Version)
 	}
-	var list []*mcp.Tool
 	if ir == nil || ir.Capabilities == nil || ir.Capabilities.Tools != nil {
-		list, err = c.listTools(initCtx, sess)
+		d.list, err = c.listTools(initCtx, sess)
 		if err != nil {
 			_ = sess.Close()
 			if p != nil {
 				p.shutdown()
 			}
-			fail(c.describeFailure("tools/list", err, initCtx))
-			return
+			return nil, c.describeFailure("tools/list", err, initCtx)
 		}
 	}
 	if p != nil {
 		p.initialized.Store(true)
 	}
+	return d, ""
+}
+
+// install makes d the server's connection: state connected, its tools
+// listed and routed, and a watch on it. It returns false (and closes d)
+// when the Manager closed meanwhile.
+func (c *conn) install(d *dialed, start time.Time) bool {
+	m := c.m
 	m.mu.Lock()
-	if m.closed {
+	if m.closed || c.closing {
 		m.mu.Unlock()
-		_ = sess.Close()
-		return
+		_ = d.sess.Close()
+		if d.p != nil {
+			d.p.shutdown()
+		}
+		return false
 	}
-	c.session, c.info, c.elapsed = sess, info, time.Since(start)
-	c.state = StateConnected
-	c.applyListLocked(list)
+	c.session, c.proc, c.info, c.elapsed = d.sess, d.p, d.info, time.Since(start)
+	c.state, c.err = StateConnected, ""
+	c.applyListLocked(d.list)
 	m.rebuildLocked()
 	loaded, offered := len(c.tools), c.offered
+	m.wg.Add(1) // under m.mu with closing false: before Close waits
+	go func() { defer m.wg.Done(); c.watch(d.sess, d.p) }()
+	if !c.refreshing {
+		c.refreshing = true
+		m.wg.Add(1)
+		go func() { defer m.wg.Done(); c.refresher() }()
+	}
 	m.mu.Unlock()
 	m.opts.Logger.Info("mcp server connected", "server", c.cfg.Name, "tools_loaded", loaded, "tools_offered", offered)
-
-	m.wg.Add(2)
-	go func() { defer m.wg.Done(); c.watch(sess) }()
-	go func() { defer m.wg.Done(); c.refresher() }()
-	m.notify()
+	return true
 }
 
 // listTools fetches every page of tools/list and adds the tools the SDK
@@ -834,17 +949,17 @@ func (c *conn) describeFailure(step string, err error, initCtx context.Context) 
 	return reason
 }
 
-// watch waits for the session to end and, unless we closed it, marks the
-// server disconnected and removes its tools.
-func (c *conn) watch(sess *mcp.ClientSession) {
+// watch waits for the session to end and, unless we closed it, hands
+// the loss to the supervision (supervise.go): the connection is restored,
+// or the server is marked disconnected or failed and its tools removed.
+func (c *conn) watch(sess *mcp.ClientSession, p *proc) {
 	werr := sess.Wait()
 	m := c.m
 	m.mu.Lock()
-	if c.closing {
+	if c.closing || c.session != sess {
 		m.mu.Unlock()
 		return
 	}
-	p := c.proc
 	m.mu.Unlock()
 	var reason string
 	switch {
@@ -862,16 +977,7 @@ func (c *conn) watch(sess *mcp.ClientSession) {
 	if p != nil {
 		p.shutdown()
 	}
-	m.mu.Lock()
-	if c.closing {
-		m.mu.Unlock()
-		return
-	}
-	c.state, c.err = StateDisconnected, reason
-	m.rebuildLocked()
-	m.mu.Unlock()
-	m.opts.Logger.Warn("mcp server disconnected", "server", c.cfg.Name, "error", reason)
-	m.notify()
+	c.lost(sess, reason)
 }
 
 // signal records a list_changed notification; the refresher debounces.
@@ -956,7 +1062,7 @@ func (c *conn) close() error {
 		p.shutdown()
 	}
 	m.mu.Lock()
-	if prev == StateConnected || prev == StateConnecting {
+	if prev == StateConnected || prev == StateConnecting || prev == StateReconnecting {
 		c.state, c.err = StateDisconnected, "closed by the client"
 	}
 	c.tools = nil
@@ -991,38 +1097,47 @@ func (c *conn) handler(orig string) tool.Handler {
 	return func(ctx context.Context, call *tool.Call) (*tool.Result, error) {
 		m := c.m
 		m.mu.Lock()
-		state, reason, sess, offered := c.state, c.err, c.session, c.live[orig]
+		state, reason, offered := c.state, c.err, c.live[orig]
 		m.mu.Unlock()
-		if state != StateConnected || sess == nil {
+		if !state.Usable() {
 			return nil, c.unavailable(state, reason)
 		}
 		if !offered {
 			return nil, c.noLongerOffered(orig)
 		}
+		beat := func() {}
 		if d := cmp.Or(c.cfg.CallTimeout, m.opts.CallTimeout); d > 0 {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, d)
-			defer cancel()
+			// The bound runs while the server is silent: each progress
+			// notification for the call (a heartbeat) starts it again.
+			var cancel context.CancelCauseFunc
+			ctx, cancel = context.WithCancelCause(ctx)
+			expire := &callTimeoutError{d: d}
+			t := time.AfterFunc(d, func() { cancel(expire) })
+			defer t.Stop()
+			defer cancel(nil)
+			beat = func() { t.Reset(d) }
 		}
 		args := json.RawMessage(bytes.TrimSpace(call.Input))
 		if len(args) == 0 || string(args) == "null" {
 			args = json.RawMessage("{}")
 		}
 		params := &mcp.CallToolParams{Name: orig, Arguments: args}
-		if call.Events != nil {
-			token := c.cfg.Name + "-" + strconv.FormatInt(c.nextToken.Add(1), 10)
-			params.Meta = mcp.Meta{"progressToken": token}
+		token := c.cfg.Name + "-" + strconv.FormatInt(c.nextToken.Add(1), 10)
+		params.Meta = mcp.Meta{"progressToken": token}
+		c.progressMu.Lock()
+		c.progress[token] = progressSink{call: call, beat: beat}
+		c.progressMu.Unlock()
+		defer func() {
 			c.progressMu.Lock()
-			c.progress[token] = call
+			delete(c.progress, token)
 			c.progressMu.Unlock()
-			defer func() {
-				c.progressMu.Lock()
-				delete(c.progress, token)
-				c.progressMu.Unlock()
-			}()
-		}
-		res, err := c.callRounds(ctx, sess, call, orig, params) // mrtr.go
+		}()
+		res, err := c.callRounds(ctx, call, orig, params) // mrtr.go
 		if err != nil {
+			var te *tool.Error
+			if errors.As(err, &te) {
+				return nil, te
+			}
 			return nil, c.callError(ctx, err)
 		}
 		if res.IsError {
@@ -1036,10 +1151,11 @@ func (c *conn) handler(orig string) tool.Handler {
 // callError attributes a failed tools/call: cancellation and timeouts,
 // a connection lost mid-call, or a JSON-RPC error from the server.
 func (c *conn) callError(ctx context.Context, err error) *tool.Error {
-	if te := (*tool.Error)(nil); errors.As(err, &te) && ctx.Err() == nil {
-		return te // staged already (callRounds)
-	}
+	var expired *callTimeoutError
 	switch {
+	case errors.As(context.Cause(ctx), &expired):
+		return (&tool.Error{Stage: tool.Execution, Msg: fmt.Sprintf("call to server %s timed out: no answer and no progress for %s (setting mcp.callTimeout, or the server's callTimeout)", c.cfg.Name, expired.d), Err: err}).
+			WithHint("the server may still be working; inspect the state before retrying")
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
 		return (&tool.Error{Stage: tool.Execution, Msg: fmt.Sprintf("call to server %s timed out", c.cfg.Name), Err: err}).
 			WithHint("the server may still be working; inspect the state before retrying")
@@ -1063,6 +1179,14 @@ func (c *conn) callError(ctx context.Context, err error) *tool.Error {
 			WithHint("the effect may be partial; inspect before retrying")
 	}
 	return &tool.Error{Stage: tool.Execution, Msg: fmt.Sprintf("call to server %s failed: %v", c.cfg.Name, err), Err: err}
+}
+
+// callTimeoutError is the cause of a call's ctx when CallTimeout passed
+// without an answer or a heartbeat.
+type callTimeoutError struct{ d time.Duration }
+
+func (e *callTimeoutError) Error() string {
+	return fmt.Sprintf("no answer and no progress for %s", e.d)
 }
 
 // crashed describes how the server's process ended by itself ("exited
@@ -1091,10 +1215,24 @@ func (c *conn) onProgress(_ context.Context, req *mcp.ProgressNotificationClient
 	}
 	token := fmt.Sprint(req.Params.ProgressToken)
 	c.progressMu.Lock()
-	call := c.progress[token]
+	sink, ok := c.progress[token]
 	c.progressMu.Unlock()
-	call.Emit(tool.Event{Kind: tool.EventProgress, Message: req.Params.Message,
+	if !ok {
+		return
+	}
+	sink.beat()
+	sink.call.Emit(tool.Event{Kind: tool.EventProgress, Message: req.Params.Message,
 		Progress: req.Params.Progress, Total: req.Params.Total, Time: time.Now()})
+}
+
+// onLog writes a server's notifications/message to our logger at Info
+// ("mcp server message", with its level, logger name and data).
+func (c *conn) onLog(ctx context.Context, req *mcp.LoggingMessageRequest) {
+	if req == nil || req.Params == nil {
+		return
+	}
+	c.m.opts.Logger.InfoContext(ctx, "mcp server message", "server", c.cfg.Name,
+		"level", string(req.Params.Level), "logger", req.Params.Logger, "data", req.Params.Data)
 }
 
 // httpTransport builds the streamable HTTP or SSE transport with the
@@ -1115,19 +1253,26 @@ func (c *conn) httpTransport(initCtx context.Context) mcp.Transport {
 		if msg = c.notes.line(msg); msg == nil {
 			return nil
 		}
-		return defuse(msg, maxDepth, c.exclude)
+		return c.frame(defuse(msg, maxDepth, c.exclude), false)
 	}}
-	var inner mcp.Transport
-	if c.cfg.Type == TypeSSE {
-		inner = &mcp.SSEClientTransport{Endpoint: c.cfg.URL, HTTPClient: &hc}
-	} else {
-		inner = &mcp.StreamableClientTransport{Endpoint: c.cfg.URL, HTTPClient: &hc}
+	if c.cfg.Type == TypeSSE || c.sseFallback.Load() {
+		inner := &mcp.SSEClientTransport{Endpoint: c.cfg.URL, HTTPClient: &hc}
+		return lifeTransport{inner: inner, life: c.m.life, init: initCtx}
 	}
-	return lifeTransport{inner: inner, life: c.m.life, init: initCtx}
+	// The streamable connection is handed to the SDK as is, never wrapped:
+	// the SDK tells it about the session through an unexported method
+	// (sessionUpdated), which starts the standalone GET stream that carries
+	// the server's own requests (ping, roots/list, elicitation/create) and
+	// notifications outside a call (tools/list_changed). A wrapper hid that
+	// method, and those messages never arrived (issue 13). The SDK detaches
+	// the connection from the connect context itself, and closes it when
+	// the handshake fails.
+	return &mcp.StreamableClientTransport{Endpoint: c.cfg.URL, HTTPClient: &hc, MaxEventSize: c.m.opts.MaxFrameBytes + 64<<10}
 }
 
 // lifeTransport connects inner with a context that lives until Close, but
 // that is cancelled too if the start times out before the handshake ends.
+// Only for legacy SSE: its connection has no session hook to hide.
 type lifeTransport struct {
 	inner mcp.Transport
 	life  context.Context

@@ -16,12 +16,16 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/aibuddy/aibuddy/internal/fixtures/fxmcp"
 	"github.com/aibuddy/aibuddy/internal/fixtures/fxmrtr"
 	"github.com/aibuddy/aibuddy/mcpclient"
 	"github.com/aibuddy/aibuddy/tool"
 )
 
 func TestMain(m *testing.M) {
+	if args := os.Getenv(fxEnv); args != "" {
+		os.Exit(fxmcp.Main(strings.Fields(args), os.Stdin, os.Stdout, os.Stderr))
+	}
 	if kind := os.Getenv(serverEnv); kind != "" {
 		runTestServer(kind)
 		os.Exit(0)
@@ -511,7 +515,9 @@ func TestCallsAndDisconnect(t *testing.T) {
 	 {"name":"crash","inputSchema":{"type":"object"},
 	  "annotations":{"destructiveHint":true,"readOnlyHint":false,"idempotentHint":true,"title":"Crash it"}}
 	]`
-	m := connect(t, nil, scriptedServer("svc", "scripted", tools))
+	// Restoration off (MaxRestarts < 0): a lost server is disconnected
+	// and its tools removed. TestStdioRespawn covers the default policy.
+	m := connect(t, &mcpclient.Options{MaxRestarts: -1}, scriptedServer("svc", "scripted", tools))
 	r := call(t, findTool(t, m, "svc", "svc__fail"), `{}`)
 	if !r.IsError || r.Stage != tool.Execution || !strings.Contains(r.AllText(), "boom: disk full") {
 		t.Errorf("fail: %+v", r)

@@ -187,7 +187,7 @@ func (c *conn) classicElicitation(ctx context.Context, req *mcp.ElicitRequest) (
 // the result as a last text block naming it as the user's ("[the user
 // answered MCP server S's question …]"), bound to this call only: the
 // answers live in this function and are never sent with another call.
-func (c *conn) callRounds(ctx context.Context, sess *mcp.ClientSession, call *tool.Call, orig string, params *mcp.CallToolParams) (*mcp.CallToolResult, error) {
+func (c *conn) callRounds(ctx context.Context, call *tool.Call, orig string, params *mcp.CallToolParams) (*mcp.CallToolResult, error) {
 	f := &inflight{ctx: ctx, call: call, orig: orig}
 	defer c.inflight.add(f)()
 	max := c.m.opts.MaxInputRounds
@@ -195,7 +195,7 @@ func (c *conn) callRounds(ctx context.Context, sess *mcp.ClientSession, call *to
 		max = DefaultMaxInputRounds
 	}
 	for round := 1; ; round++ {
-		res, err := sess.CallTool(ctx, params)
+		res, err := c.callOnce(ctx, orig, params) // supervise.go: a lost session is re-opened, the call resent only when safe
 		if err != nil {
 			f.mu.Lock()
 			why := f.err

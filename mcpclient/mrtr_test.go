@@ -25,9 +25,9 @@ import (
 // The protocol versions of the MCP spec, newest first.
 var specVersions = []string{"2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
 
-// fxStdio is the fixture fx-mrtr as a stdio server process (this test
+// mrtrStdio is the fixture fx-mrtr as a stdio server process (this test
 // binary re-executed), speaking only versions (all when empty).
-func fxStdio(name string, versions ...string) mcpclient.ServerConfig {
+func mrtrStdio(name string, versions ...string) mcpclient.ServerConfig {
 	args := "-stdio=true" // any argument: the variable must not be empty
 	if len(versions) > 0 {
 		args = "-versions " + strings.Join(versions, ",")
@@ -36,9 +36,9 @@ func fxStdio(name string, versions ...string) mcpclient.ServerConfig {
 		Args: []string{"-test.run=^$"}, Env: map[string]string{fxmrtr.EnvArgs: args}}
 }
 
-// fxHTTP starts the fixture as a streamable HTTP server process and
+// mrtrHTTP starts the fixture as a streamable HTTP server process and
 // returns its configuration; the process ends with the test.
-func fxHTTP(t *testing.T, name string, versions ...string) mcpclient.ServerConfig {
+func mrtrHTTP(t *testing.T, name string, versions ...string) mcpclient.ServerConfig {
 	t.Helper()
 	args := "-http"
 	if len(versions) > 0 {
@@ -100,7 +100,7 @@ func (s *scripted) questions() []mcpclient.Elicitation {
 
 var accept = &mcp.ElicitResult{Action: "accept", Content: map[string]any{"confirm": true}}
 
-func callName(t *testing.T, m *mcpclient.Manager, id, name, input string) *tool.Result {
+func mrtrCall(t *testing.T, m *mcpclient.Manager, id, name, input string) *tool.Result {
 	t.Helper()
 	return m.Call(context.Background(), &tool.Call{ID: id, Name: name, Input: json.RawMessage(input)})
 }
@@ -123,7 +123,7 @@ func TestProtocolVersionMatrix(t *testing.T) {
 			continue // client pins need their own Manager, below
 		}
 		name := "s" + strings.ReplaceAll(p.server, "-", "")
-		servers = append(servers, fxStdio(name+"stdio", p.server), fxHTTP(t, name+"http", p.server))
+		servers = append(servers, mrtrStdio(name+"stdio", p.server), mrtrHTTP(t, name+"http", p.server))
 		want[name+"stdio"], want[name+"http"] = pairs[i], pairs[i]
 	}
 	check := func(m *mcpclient.Manager, name string, p pair) {
@@ -133,7 +133,7 @@ func TestProtocolVersionMatrix(t *testing.T) {
 			t.Errorf("%s (client %q, server %q): %s", name, p.client, p.server, st.Summary())
 			return
 		}
-		r := callName(t, m, "v", name+"__protocol_version", `{}`)
+		r := mrtrCall(t, m, "v", name+"__protocol_version", `{}`)
 		if st.Protocol != p.want || r.AllText() != p.want {
 			t.Errorf("%s (client offers %q, server speaks %q): client says %q, server says %q; want %q",
 				name, p.client, p.server, st.Protocol, r.AllText(), p.want)
@@ -150,11 +150,11 @@ func TestProtocolVersionMatrix(t *testing.T) {
 		// Over HTTP a server speaking 2026-07-28 is stateless, where an
 		// older session cannot be told apart from the next request; the
 		// one for older clients speaks every older version, statefully.
-		web := fxHTTP(t, "http")
+		web := mrtrHTTP(t, "http")
 		if p.client != "2026-07-28" {
-			web = fxHTTP(t, "http", specVersions[1:]...)
+			web = mrtrHTTP(t, "http", specVersions[1:]...)
 		}
-		m := connect(t, &mcpclient.Options{ProtocolVersion: p.client}, fxStdio("stdio"), web)
+		m := connect(t, &mcpclient.Options{ProtocolVersion: p.client}, mrtrStdio("stdio"), web)
 		check(m, "stdio", p)
 		check(m, "http", p)
 	}
@@ -166,14 +166,14 @@ func TestProtocolVersionMatrix(t *testing.T) {
 // with the answer and the exact requestState, and the user's answer is
 // in the result as theirs.
 func TestMRTRApplyChange(t *testing.T) {
-	for _, sc := range []mcpclient.ServerConfig{fxHTTP(t, "fx", "2026-07-28"), fxStdio("fx", "2026-07-28")} {
+	for _, sc := range []mcpclient.ServerConfig{mrtrHTTP(t, "fx", "2026-07-28"), mrtrStdio("fx", "2026-07-28")} {
 		t.Run(sc.Type, func(t *testing.T) {
 			el := &scripted{answers: []*mcp.ElicitResult{accept}}
 			m := connect(t, &mcpclient.Options{Elicit: el.elicit}, sc)
 			if st := status(t, m, "fx"); st.Protocol != "2026-07-28" {
 				t.Fatalf("negotiated %q, want 2026-07-28 (%s)", st.Protocol, st.Summary())
 			}
-			r := callName(t, m, "call-1", "fx__apply_change", `{"id":"c1"}`)
+			r := mrtrCall(t, m, "call-1", "fx__apply_change", `{"id":"c1"}`)
 			if r.IsError || !strings.Contains(r.AllText(), "change c1 applied to staging after 1 round(s)") {
 				t.Fatalf("accept: %s", r.AllText())
 			}
@@ -189,7 +189,7 @@ func TestMRTRApplyChange(t *testing.T) {
 			// Decline ends the call with the server's result, not a hang
 			// and not an error.
 			el.answers = []*mcp.ElicitResult{{Action: "decline"}}
-			r = callName(t, m, "call-2", "fx__apply_change", `{"id":"c2"}`)
+			r = mrtrCall(t, m, "call-2", "fx__apply_change", `{"id":"c2"}`)
 			if r.IsError || !strings.Contains(r.AllText(), "change c2 not applied: the user chose decline") {
 				t.Errorf("decline: %+v", r)
 			}
@@ -197,14 +197,14 @@ func TestMRTRApplyChange(t *testing.T) {
 			// Two rounds: each question is asked, each answer sent with
 			// its own round's state.
 			el.answers = []*mcp.ElicitResult{accept}
-			r = callName(t, m, "call-3", "fx__apply_change", `{"id":"twice"}`)
+			r = mrtrCall(t, m, "call-3", "fx__apply_change", `{"id":"twice"}`)
 			if r.IsError || !strings.Contains(r.AllText(), "applied to staging after 2 round(s)") {
 				t.Errorf("two rounds: %s", r.AllText())
 			}
 
 			// A requestState tampered with in round 2: the server refuses
 			// round 3, and that error is what the call returns.
-			r = callName(t, m, "call-4", "fx__apply_change", `{"id":"tamper"}`)
+			r = mrtrCall(t, m, "call-4", "fx__apply_change", `{"id":"tamper"}`)
 			if !r.IsError || r.Stage != tool.Execution || !strings.Contains(r.AllText(), "requestState failed verification") {
 				t.Errorf("tampered state: %+v", r)
 			}
@@ -222,8 +222,8 @@ func TestMRTRApplyChange(t *testing.T) {
 func TestMRTRRoundLimit(t *testing.T) {
 	for _, max := range []int{0, 2} {
 		el := &scripted{answers: []*mcp.ElicitResult{accept}}
-		m := connect(t, &mcpclient.Options{Elicit: el.elicit, MaxInputRounds: max}, fxStdio("fx", "2026-07-28"))
-		r := callName(t, m, "c", "fx__apply_change", `{"id":"forever"}`)
+		m := connect(t, &mcpclient.Options{Elicit: el.elicit, MaxInputRounds: max}, mrtrStdio("fx", "2026-07-28"))
+		r := mrtrCall(t, m, "c", "fx__apply_change", `{"id":"forever"}`)
 		want := max
 		if want == 0 {
 			want = mcpclient.DefaultMaxInputRounds
@@ -243,18 +243,18 @@ func TestMRTRRoundLimit(t *testing.T) {
 // the Authorization stage saying nobody can be asked.
 func TestElicitationAdvertisedOnlyWhenWired(t *testing.T) {
 	el := &scripted{}
-	with := connect(t, &mcpclient.Options{Elicit: el.elicit}, fxStdio("fx", "2026-07-28"), fxStdio("old", "2025-11-25"))
+	with := connect(t, &mcpclient.Options{Elicit: el.elicit}, mrtrStdio("fx", "2026-07-28"), mrtrStdio("old", "2025-11-25"))
 	for _, s := range []string{"fx", "old"} {
-		r := callName(t, with, "c", s+"__client_capabilities", `{}`)
+		r := mrtrCall(t, with, "c", s+"__client_capabilities", `{}`)
 		if got := r.AllText(); got != `{"elicitation":{"form":{}}}` {
 			t.Errorf("%s with an Elicitor: the server saw %s", s, got)
 		}
 	}
-	without := connect(t, nil, fxStdio("fx", "2026-07-28"))
-	if got := callName(t, without, "c", "fx__client_capabilities", `{}`).AllText(); got != `{"elicitation":null}` {
+	without := connect(t, nil, mrtrStdio("fx", "2026-07-28"))
+	if got := mrtrCall(t, without, "c", "fx__client_capabilities", `{}`).AllText(); got != `{"elicitation":null}` {
 		t.Errorf("without an Elicitor: the server saw %s", got)
 	}
-	r := callName(t, without, "c", "fx__apply_change", `{"id":"c1"}`)
+	r := mrtrCall(t, without, "c", "fx__apply_change", `{"id":"c1"}`)
 	if !r.IsError || r.Stage != tool.Authorization || !strings.Contains(r.AllText(), "nobody can be asked") {
 		t.Errorf("asked without an Elicitor: %+v", r)
 	}
@@ -267,12 +267,12 @@ func TestElicitationAdvertisedOnlyWhenWired(t *testing.T) {
 func TestClassicElicitation(t *testing.T) {
 	for _, v := range []string{"2025-11-25", "2025-06-18", "http 2025-11-25"} {
 		el := &scripted{answers: []*mcp.ElicitResult{accept}}
-		sc := fxStdio("fx", v)
+		sc := mrtrStdio("fx", v)
 		if web, ok := strings.CutPrefix(v, "http "); ok {
-			sc = fxHTTP(t, "fx", web)
+			sc = mrtrHTTP(t, "fx", web)
 		}
 		m := connect(t, &mcpclient.Options{Elicit: el.elicit}, sc)
-		r := callName(t, m, "call-9", "fx__apply_change", `{"id":"c1"}`)
+		r := mrtrCall(t, m, "call-9", "fx__apply_change", `{"id":"c1"}`)
 		if r.IsError || !strings.Contains(r.AllText(), "change c1 applied") || !strings.Contains(r.AllText(), "The user answered: accept") {
 			t.Errorf("%s: %s", v, r.AllText())
 		}
@@ -281,7 +281,7 @@ func TestClassicElicitation(t *testing.T) {
 			t.Errorf("%s: asked %+v", v, q)
 		}
 		el.answers = []*mcp.ElicitResult{{Action: "decline"}}
-		if r := callName(t, m, "call-10", "fx__apply_change", `{"id":"c2"}`); r.IsError || !strings.Contains(r.AllText(), "not applied") {
+		if r := mrtrCall(t, m, "call-10", "fx__apply_change", `{"id":"c2"}`); r.IsError || !strings.Contains(r.AllText(), "not applied") {
 			t.Errorf("%s decline: %+v", v, r)
 		}
 	}
@@ -293,8 +293,8 @@ func TestClassicElicitation(t *testing.T) {
 func TestFormElicitorOnTerminal(t *testing.T) {
 	var out strings.Builder
 	term := approval.NewTerminal(strings.NewReader("yes\n\n"), &out)
-	m := connect(t, &mcpclient.Options{Elicit: mcpclient.FormElicitor(term)}, fxStdio("fx", "2026-07-28"))
-	r := callName(t, m, "c", "fx__apply_change", `{"id":"c1"}`)
+	m := connect(t, &mcpclient.Options{Elicit: mcpclient.FormElicitor(term)}, mrtrStdio("fx", "2026-07-28"))
+	r := mrtrCall(t, m, "c", "fx__apply_change", `{"id":"c1"}`)
 	if r.IsError || !strings.Contains(r.AllText(), "change c1 applied") {
 		t.Fatalf("yes: %s", r.AllText())
 	}
@@ -302,7 +302,7 @@ func TestFormElicitorOnTerminal(t *testing.T) {
 		!strings.Contains(out.String(), "1) yes") {
 		t.Errorf("terminal shows %q", out.String())
 	}
-	if r := callName(t, m, "c", "fx__apply_change", `{"id":"c2"}`); r.IsError || !strings.Contains(r.AllText(), "not applied: the user chose decline") {
+	if r := mrtrCall(t, m, "c", "fx__apply_change", `{"id":"c2"}`); r.IsError || !strings.Contains(r.AllText(), "not applied: the user chose decline") {
 		t.Errorf("empty line: %+v", r)
 	}
 }
@@ -327,14 +327,14 @@ func TestServerEverythingElicitation(t *testing.T) {
 	if _, ok := m.Name("everything", "trigger-url-elicitation"); ok {
 		t.Error("the URL elicitation tool is offered, so URL mode was declared")
 	}
-	r := callName(t, m, "e1", "everything__trigger-elicitation-request", `{}`)
+	r := mrtrCall(t, m, "e1", "everything__trigger-elicitation-request", `{}`)
 	if r.IsError || !strings.Contains(r.AllText(), "- Name: Ada") || !strings.Contains(r.AllText(), "- Agreed to terms: true") {
 		t.Errorf("accept: %s", r.AllText())
 	}
 	if q := el.questions(); len(q) != 1 || q[0].Tool != "trigger-elicitation-request" || q[0].Call.ID != "e1" {
 		t.Errorf("asked %+v", q)
 	}
-	if r := callName(t, m, "e2", "everything__trigger-elicitation-request", `{}`); r.IsError || !strings.Contains(r.AllText(), "User declined") {
+	if r := mrtrCall(t, m, "e2", "everything__trigger-elicitation-request", `{}`); r.IsError || !strings.Contains(r.AllText(), "User declined") {
 		t.Errorf("decline: %s", r.AllText())
 	}
 	without := connect(t, &mcpclient.Options{InitTimeout: 20 * time.Second}, everything)
@@ -354,11 +354,11 @@ func TestClassicElicitationAmbiguousIsRefused(t *testing.T) {
 		<-release
 		return accept, nil
 	}
-	m := connect(t, &mcpclient.Options{Elicit: elicit}, fxStdio("fx", "2025-11-25"))
+	m := connect(t, &mcpclient.Options{Elicit: elicit}, mrtrStdio("fx", "2025-11-25"))
 	first := make(chan *tool.Result)
-	go func() { first <- callName(t, m, "a", "fx__apply_change", `{"id":"a"}`) }()
+	go func() { first <- mrtrCall(t, m, "a", "fx__apply_change", `{"id":"a"}`) }()
 	<-asked
-	r := callName(t, m, "b", "fx__apply_change", `{"id":"b"}`)
+	r := mrtrCall(t, m, "b", "fx__apply_change", `{"id":"b"}`)
 	if !r.IsError || !strings.Contains(r.AllText(), "cannot tie this elicitation to a call (2 calls in flight") {
 		t.Errorf("second call: %+v", r)
 	}
@@ -411,7 +411,7 @@ func TestServerEverythingVersions(t *testing.T) {
 				t.Errorf("offer %s over %s: %s, protocol %q, want %q", offer, name, st.Summary(), st.Protocol, want)
 				continue
 			}
-			if r := callName(t, m, "e", name+"__echo", `{"message":"v `+offer+`"}`); r.IsError || !strings.Contains(r.AllText(), "v "+offer) {
+			if r := mrtrCall(t, m, "e", name+"__echo", `{"message":"v `+offer+`"}`); r.IsError || !strings.Contains(r.AllText(), "v "+offer) {
 				t.Errorf("offer %s over %s: echo: %s", offer, name, r.AllText())
 			}
 		}

@@ -212,11 +212,13 @@ func mergeEnv(host []string, extra map[string]string) []string {
 }
 
 // transport is the mcp.Transport over the process's pipes.
-func (p *proc) transport() mcp.Transport {
+// maxLine bounds one line the SDK reads; the connection's frame filter
+// has already replaced or dropped a longer one.
+func (p *proc) transport(maxLine int) mcp.Transport {
 	return &mcp.IOTransport{
 		Reader:        newProcReader(p),
 		Writer:        procWriter{p},
-		MaxLineLength: mcp.DefaultMaxLineLength,
+		MaxLineLength: maxLine,
 	}
 }
 

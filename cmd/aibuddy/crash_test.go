@@ -46,9 +46,13 @@ func runFixtureServer(mode string) int {
 
 // A call to a tool of an MCP server that crashed is an Execution-stage
 // error naming the exit (status or signal) and its last stderr lines:
-// the call that crashed it, a call right after, and a call after the
-// gateway dropped the server's tools. Before, the last was a
-// Discovery-stage error, and the first said only "connection closed".
+// the call that crashed it (not replayed: boom is not marked idempotent),
+// then, once the server is respawned and crashes again past
+// mcp.maxRestarts, a call right after and a call after the gateway
+// dropped the server's tools. Before, the last was a Discovery-stage
+// error, and the first said only "connection closed". Between the two
+// crashes the respawned server answers with its tools still listed
+// (issue 13, BH-063).
 func TestCrashedServerIsAnExecutionError(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -61,7 +65,7 @@ func TestCrashedServerIsAnExecutionError(t *testing.T) {
 			"crashy": map[string]any{"command": self, "env": map[string]string{fixtureEnv: "exit"}},
 			"killed": map[string]any{"command": self, "env": map[string]string{fixtureEnv: "kill"}},
 		},
-		"mcp":      map[string]any{"initTimeout": "60s", "startupWait": "60s"},
+		"mcp":      map[string]any{"initTimeout": "60s", "startupWait": "60s", "maxRestarts": 1},
 		"approval": map[string]any{"off": true},
 	}
 	b, _ := json.Marshal(doc)
@@ -92,6 +96,11 @@ func TestCrashedServerIsAnExecutionError(t *testing.T) {
 			}
 		}
 		check("the call that crashed it", callTool(t, ctx, cs, server+"__boom", map[string]any{}))
+		mustOK(t, server+"__ok after the respawn", callTool(t, ctx, cs, server+"__ok", map[string]any{}))
+		if !toolNames(t, ctx, cs)[server+"__ok"] {
+			t.Fatalf("%s__ok left the list although the server was respawned", server)
+		}
+		check("the call that crashed it again", callTool(t, ctx, cs, server+"__boom", map[string]any{}))
 		check("the next call", callTool(t, ctx, cs, server+"__ok", map[string]any{}))
 		deadline := time.Now().Add(30 * time.Second)
 		for toolNames(t, ctx, cs)[server+"__ok"] && time.Now().Before(deadline) {

@@ -16,9 +16,10 @@ import (
 // TestGatewayExplainsDisconnectedServer: `aibuddy mcp` serves the tools of
 // an upstream MCP server (a second `aibuddy mcp`, namespace "inner"). The
 // upstream process is ended (its own execute tool sends SIGTERM to its
-// parent, the upstream aibuddy); the gateway drops its tools, and a host
+// parent, the upstream aibuddy), respawned once (mcp.maxRestarts 1), and
+// ended again; the gateway then drops its tools, and a host
 // that still calls one gets an Execution-stage error (the server that runs
-// it failed) saying the server is disconnected and why, not "no tool named
+// it failed) saying the server failed and why, not "no tool named
 // … exists".
 func TestGatewayExplainsDisconnectedServer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
@@ -34,7 +35,7 @@ func TestGatewayExplainsDisconnectedServer(t *testing.T) {
 	doc := map[string]any{
 		"mcpServers": map[string]any{"inner": map[string]any{"command": bin,
 			"args": []string{"mcp", "--workspace", innerWS, "--data-dir", t.TempDir(), "--config", innerCfg}}},
-		"mcp":      map[string]any{"initTimeout": "60s", "startupWait": "60s"},
+		"mcp":      map[string]any{"initTimeout": "60s", "startupWait": "60s", "maxRestarts": 1},
 		"approval": map[string]any{"off": true},
 	}
 	b, _ := json.Marshal(doc)
@@ -55,7 +56,11 @@ func TestGatewayExplainsDisconnectedServer(t *testing.T) {
 		t.Fatalf("the upstream's tools are not served: %v", listed())
 	}
 	mustOK(t, "inner__ls", callTool(t, ctx, cs, "inner__ls", map[string]any{"path": "."}))
-	// The upstream's shell is a child of the upstream aibuddy: end it.
+	// The upstream's shell is a child of the upstream aibuddy: end it. It
+	// is respawned once (mcp.maxRestarts 1) and its read-only ls works
+	// again; ended a second time, it is failed and its tools depart.
+	_ = callTool(t, ctx, cs, "inner__execute", map[string]any{"command": "kill -TERM $PPID"})
+	mustOK(t, "inner__ls after the respawn", callTool(t, ctx, cs, "inner__ls", map[string]any{"path": "."}))
 	_ = callTool(t, ctx, cs, "inner__execute", map[string]any{"command": "kill -TERM $PPID"})
 	deadline := time.Now().Add(30 * time.Second)
 	for listed()["inner__ls"] && time.Now().Before(deadline) {
@@ -69,7 +74,7 @@ func TestGatewayExplainsDisconnectedServer(t *testing.T) {
 	if !res.IsError || res.Meta["aibuddy/stage"] != "execution" {
 		t.Fatalf("a tool of the ended server: %+v %s", res, got)
 	}
-	for _, want := range []string{"MCP server inner is disconnected", "check MCP server inner"} {
+	for _, want := range []string{"MCP server inner is failed", "check MCP server inner"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("%q lacks %q", got, want)
 		}

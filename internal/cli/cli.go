@@ -406,8 +406,11 @@ func (c *common) resolve(ctx context.Context, o *Options) (*run, error) {
 	if len(servers) > 0 {
 		r.mcp = mcpclient.Start(ctx, servers, &mcpclient.Options{
 			InitTimeout: r.cfg.MCP.InitTimeout.D(), CallTimeout: r.cfg.MCP.CallTimeout.D(),
-			InheritEnv: append(append([]string(nil), mcpclient.DefaultInheritEnv...), r.cfg.MCP.InheritEnv...),
-			Logger:     r.logger, ClientName: "aibuddy", ClientVersion: Version,
+			RestartBackoff: r.cfg.MCP.RestartBackoff.D(), RestartBackoffMax: r.cfg.MCP.RestartBackoffMax.D(),
+			MaxRestarts: r.cfg.MCP.MaxRestarts, RestartWindow: r.cfg.MCP.RestartWindow.D(),
+			MaxFrameBytes: r.cfg.MCP.UpstreamMaxFrameBytes,
+			InheritEnv:    append(append([]string(nil), mcpclient.DefaultInheritEnv...), r.cfg.MCP.InheritEnv...),
+			Logger:        r.logger, ClientName: "aibuddy", ClientVersion: Version,
 			CompileSchemas: c.compileSchemas, MaxSchemaDepth: r.cfg.MCP.MaxSchemaDepth,
 			NotificationsPerSecond: r.cfg.MCP.NotificationsPerSecond, NotificationLogInterval: r.cfg.MCP.NotificationLogInterval.D(),
 			Confine: ServerConfinement(r.cfg, r.workspace), ConfineDriver: driver,
@@ -564,7 +567,7 @@ func (r *run) resolveSetReusing(prev *capability.Set) error {
 	if r.mcp != nil {
 		tools := r.mcp.Tools()
 		for _, st := range r.mcp.Servers() {
-			m := capability.MCPServer{Name: st.Name, Connected: st.State == mcpclient.StateConnected,
+			m := capability.MCPServer{Name: st.Name, Connected: st.State.Usable(), // reconnecting keeps its tools
 				Tools: tools[st.Name]}
 			if !m.Connected {
 				m.Error = string(st.State)
