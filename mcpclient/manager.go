@@ -91,6 +91,9 @@ type Options struct {
 	Confine func(sc ServerConfig) (*confine.Policy, error)
 	// ConfineDriver runs confined servers; nil means confine.NewDriver(nil).
 	ConfineDriver *confine.Driver
+	// OAuth authorizes http servers with OAuth 2.1 (oauth.go); nil means
+	// no OAuth: a 401 fails the server.
+	OAuth *OAuthOptions
 }
 
 // DefaultInheritEnv is what a stdio server inherits from the host by
@@ -1029,6 +1032,9 @@ func (c *conn) callError(ctx context.Context, err error) *tool.Error {
 		return (&tool.Error{Stage: tool.Execution, Msg: fmt.Sprintf("call to server %s cancelled", c.cfg.Name), Err: err}).
 			WithHint("the call was stopped; inspect the state before retrying")
 	}
+	if te := oauthCallError(c.cfg.Name, err); te != nil {
+		return te
+	}
 	var we *jsonrpc.Error
 	if errors.As(err, &we) {
 		return (&tool.Error{Stage: tool.Execution, Msg: fmt.Sprintf("server %s rejected the call: %s (code %d)", c.cfg.Name, we.Message, we.Code), Err: err}).
@@ -1103,7 +1109,11 @@ func (c *conn) httpTransport(initCtx context.Context) mcp.Transport {
 	if c.cfg.Type == TypeSSE {
 		inner = &mcp.SSEClientTransport{Endpoint: c.cfg.URL, HTTPClient: &hc}
 	} else {
-		inner = &mcp.StreamableClientTransport{Endpoint: c.cfg.URL, HTTPClient: &hc}
+		st := &mcp.StreamableClientTransport{Endpoint: c.cfg.URL, HTTPClient: &hc}
+		if h := newOAuthHandler(c.cfg, c.m.opts.OAuth, base); h != nil {
+			st.OAuthHandler = h
+		}
+		inner = st
 	}
 	return lifeTransport{inner: inner, life: c.m.life, init: initCtx}
 }
