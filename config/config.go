@@ -129,6 +129,12 @@ type MCP struct {
 	// proxies, ...; mcpclient.DefaultInheritEnv). Anything else reaches a
 	// server only through its "env" entry.
 	InheritEnv []string `json:"inheritEnv,omitempty"`
+	// OAuthRefreshBefore is how long before an upstream http server's
+	// OAuth access token expires aibuddy refreshes it before a request (at
+	// most half the token's lifetime; a 401 invalid_token refreshes too).
+	// Grants are kept in the data folder's mcp-oauth/ (0600) and made with
+	// `aibuddy mcp login SERVER`. Default 60 s.
+	OAuthRefreshBefore Duration `json:"oauthRefreshBefore,omitempty"`
 
 	// The keys below bound `aibuddy mcp --http` (the server side).
 
@@ -620,6 +626,7 @@ func (c *Config) validate() error {
 		"mcp.sessionIdleTimeout": int64(c.MCP.SessionIdleTimeout), "mcp.httpHeaderTimeout": int64(c.MCP.HTTPHeaderTimeout),
 		"mcp.httpBodyTimeout": int64(c.MCP.HTTPBodyTimeout), "mcp.httpMaxBodyBytes": c.MCP.HTTPMaxBodyBytes,
 		"mcp.oauth.clockSkew":    int64(c.MCP.OAuth.ClockSkew),
+		"mcp.oauthRefreshBefore": int64(c.MCP.OAuthRefreshBefore),
 		"records.maxBatch":       int64(c.Records.MaxBatch),
 		"agent.contextNoteCalls": int64(c.Agent.ContextNoteCalls),
 	}
