@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -289,7 +290,9 @@ func (h *oauthHandler) refreshLocked(ctx context.Context, stale string) (*Grant,
 	}
 	cfg := &oauth2.Config{ClientID: g.ClientID, ClientSecret: g.ClientSecret,
 		Endpoint: oauth2.Endpoint{TokenURL: g.TokenURL, AuthStyle: oauth2.AuthStyle(g.AuthStyle)}, Scopes: g.Scopes}
-	cctx := context.WithValue(ctx, oauth2.HTTPClient, h.o.HTTPClient)
+	hc := *h.o.HTTPClient
+	hc.Transport = resourceParam{base: hc.Transport, resource: g.URL}
+	cctx := context.WithValue(ctx, oauth2.HTTPClient, &hc)
 	tok, err := cfg.TokenSource(cctx, &oauth2.Token{RefreshToken: g.RefreshToken}).Token()
 	if err != nil {
 		var re *oauth2.RetrieveError
@@ -307,6 +310,36 @@ func (h *oauthHandler) refreshLocked(ctx context.Context, stale string) (*Grant,
 	}
 	h.lastErr = ""
 	return g, nil
+}
+
+// resourceParam adds the resource indicator (RFC 8707; the MCP
+// authorization spec asks for it in every token request) to refresh
+// grants, which golang.org/x/oauth2 sends without extra parameters.
+type resourceParam struct {
+	base     http.RoundTripper
+	resource string
+}
+
+func (p resourceParam) RoundTrip(r *http.Request) (*http.Response, error) {
+	base := p.base
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	if r.Method != http.MethodPost || r.Body == nil {
+		return base.RoundTrip(r)
+	}
+	b, err := io.ReadAll(r.Body)
+	r.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	if v, err := url.ParseQuery(string(b)); err == nil && v.Get("grant_type") == "refresh_token" && !v.Has("resource") {
+		v.Set("resource", p.resource)
+		b = []byte(v.Encode())
+	}
+	r = r.Clone(r.Context())
+	r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(b)), int64(len(b))
+	return base.RoundTrip(r)
 }
 
 // Authorize implements auth.OAuthHandler: the request req got resp (401
