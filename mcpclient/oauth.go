@@ -265,6 +265,15 @@ func (h *oauthHandler) expiring(g *Grant) bool {
 	return !h.o.Now().Add(margin).Before(g.Expiry)
 }
 
+// onClock moves an expiry golang.org/x/oauth2 computed on the system
+// clock (now + expires_in) to Options.Now's clock.
+func (h *oauthHandler) onClock(t time.Time) time.Time {
+	if t.IsZero() {
+		return t
+	}
+	return h.o.Now().Add(time.Until(t))
+}
+
 // refreshLocked runs the refresh grant for the token stale (the one that
 // expired or got 401), under the store's lock; h.mu is held. When the
 // store already holds another, unexpired token (another call or process
@@ -301,7 +310,7 @@ func (h *oauthHandler) refreshLocked(ctx context.Context, stale string) (*Grant,
 		}
 		return nil, fmt.Errorf("the refresh grant failed: %v", err)
 	}
-	g.AccessToken, g.TokenType, g.Expiry, g.Updated = tok.AccessToken, tok.TokenType, tok.Expiry, h.o.Now()
+	g.AccessToken, g.TokenType, g.Expiry, g.Updated = tok.AccessToken, tok.TokenType, h.onClock(tok.Expiry), h.o.Now()
 	if tok.RefreshToken != "" { // rotated (OAuth 2.1 §4.3.1): the old one is spent
 		g.RefreshToken = tok.RefreshToken
 	}
@@ -477,7 +486,7 @@ func (h *oauthHandler) interactive(ctx context.Context, req *http.Request, resp 
 func (h *oauthHandler) keep(_ context.Context, cfg *oauth2.Config, tok *oauth2.Token) (oauth2.TokenSource, error) {
 	g := &Grant{Server: h.server, URL: h.url, ClientID: cfg.ClientID, ClientSecret: cfg.ClientSecret,
 		TokenURL: cfg.Endpoint.TokenURL, AuthStyle: int(cfg.Endpoint.AuthStyle), Scopes: cfg.Scopes,
-		AccessToken: tok.AccessToken, TokenType: tok.TokenType, RefreshToken: tok.RefreshToken, Expiry: tok.Expiry,
+		AccessToken: tok.AccessToken, TokenType: tok.TokenType, RefreshToken: tok.RefreshToken, Expiry: h.onClock(tok.Expiry),
 		Updated: h.o.Now()}
 	unlock, err := h.o.Store.Lock(context.Background(), h.server, h.url)
 	if err != nil {
