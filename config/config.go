@@ -177,6 +177,12 @@ type MCP struct {
 	// 2025-03-26, 2024-11-05); each server may settle on an older one it
 	// supports. Default: the newest (2026-07-28).
 	ProtocolVersion string `json:"protocolVersion,omitempty"`
+	// OAuthRefreshBefore is how long before an upstream http server's
+	// OAuth access token expires aibuddy refreshes it before a request (at
+	// most half the token's lifetime; a 401 invalid_token refreshes too).
+	// Grants are kept in the data folder's mcp-oauth/ (0600) and made with
+	// `aibuddy mcp login SERVER`. Default 60 s.
+	OAuthRefreshBefore Duration `json:"oauthRefreshBefore,omitempty"`
 
 	// The keys below bound `aibuddy mcp --http` (the server side).
 
@@ -701,6 +707,7 @@ func (c *Config) validate() error {
 		"mcp.sessionIdleTimeout": int64(c.MCP.SessionIdleTimeout), "mcp.httpHeaderTimeout": int64(c.MCP.HTTPHeaderTimeout),
 		"mcp.httpBodyTimeout": int64(c.MCP.HTTPBodyTimeout), "mcp.httpMaxBodyBytes": c.MCP.HTTPMaxBodyBytes,
 		"mcp.oauth.clockSkew":    int64(c.MCP.OAuth.ClockSkew),
+		"mcp.oauthRefreshBefore": int64(c.MCP.OAuthRefreshBefore),
 		"records.maxBatch":       int64(c.Records.MaxBatch),
 		"agent.contextNoteCalls": int64(c.Agent.ContextNoteCalls),
 		"agent.maxParallelCalls": int64(c.Agent.MaxParallelCalls),

@@ -59,6 +59,9 @@ type ServerConfig struct {
 	// confinement (stdio only; Options.Confine resolves it). nil means the
 	// run's default for servers.
 	Sandbox *Sandbox
+	// OAuth is the "oauth" entry of an http server (see OAuthConfig); nil
+	// means OAuth with dynamic client registration when the server asks.
+	OAuth *OAuthConfig
 }
 
 // Sandbox is the "sandbox" entry of a stdio server: {"confinement":
@@ -100,7 +103,9 @@ var ignoredKeys = map[string]bool{
 // disabled, includeTools and excludeTools (arrays of the server's tool
 // names), sandbox (a stdio server's confinement: {"confinement", "network",
 // "allowedDomains"}), callTimeout (one tools/call: a Go duration string or a number of
-// milliseconds), plus the ignored host-specific keys autoApprove,
+// milliseconds), oauth (an http server's OAuth client settings, see
+// OAuthConfig: true, false or {"clientId", "clientSecret", "scopes",
+// "callbackPort", "clientMetadataUrl", "enabled"}), plus the ignored host-specific keys autoApprove,
 // alwaysAllow, timeout and description. type is "stdio" (default when command is set), "http"
 // (default when url is set; "streamable-http" and "streamableHttp" are
 // accepted as synonyms) or "sse".
@@ -187,6 +192,8 @@ func parseServer(name string, raw json.RawMessage, lookup func(string) (string, 
 			err = decodeStrict(v, &sc.ExcludeTools)
 		case "callTimeout":
 			sc.CallTimeout, err = decodeDuration(v)
+		case "oauth":
+			sc.OAuth, err = parseOAuth(v)
 		case "sandbox":
 			sc.Sandbox = &Sandbox{}
 			dec := json.NewDecoder(bytes.NewReader(v))
@@ -198,7 +205,7 @@ func parseServer(name string, raw json.RawMessage, lookup func(string) (string, 
 			if ignoredKeys[k] {
 				continue
 			}
-			return fail(k, "unknown key (known: command, args, env, envFile, cwd, url, type, headers, disabled, includeTools, excludeTools, callTimeout, sandbox)")
+			return fail(k, "unknown key (known: command, args, env, envFile, cwd, url, type, headers, disabled, includeTools, excludeTools, callTimeout, sandbox, oauth)")
 		}
 		if err != nil {
 			return fail(k, "%v", err)
@@ -229,6 +236,10 @@ func parseServer(name string, raw json.RawMessage, lookup func(string) (string, 
 	sc.URL = expand("url", sc.URL)
 	for k, v := range sc.Headers {
 		sc.Headers[k] = expand("headers."+k, v)
+	}
+	if sc.OAuth != nil {
+		sc.OAuth.ClientID = expand("oauth.clientId", sc.OAuth.ClientID)
+		sc.OAuth.ClientSecret = expand("oauth.clientSecret", sc.OAuth.ClientSecret)
 	}
 	if err != nil {
 		return ServerConfig{}, err
@@ -275,6 +286,9 @@ func parseServer(name string, raw json.RawMessage, lookup func(string) (string, 
 		}
 		if sc.URL != "" || len(sc.Headers) > 0 {
 			return fail("url", `a stdio server takes "command", not "url" or "headers"`)
+		}
+		if sc.OAuth != nil && !sc.OAuth.Disabled {
+			return fail("oauth", `authorizes a remote (http) server; a stdio server has none`)
 		}
 	default:
 		if sc.URL == "" {

@@ -70,6 +70,19 @@
 //     with another call. [FormElicitor] asks on a terminal; without an
 //     Elicitor nothing is advertised and a server that asks anyway gets
 //     an Authorization-stage error, never a made-up answer.
+//   - OAuth 2.1 (oauth*.go; issue 13, cases BH-065, BH-066, BH-067 (a)):
+//     an http server that answers 401 is authorized through the Go SDK's
+//     client auth (auth.AuthorizationCodeHandler: protected-resource and
+//     authorization-server discovery, client ID metadata document,
+//     configured or dynamic client registration, PKCE, resource
+//     indicator), run by [Login] (`aibuddy mcp login`, the browser step on
+//     a loopback listener). Grants live in a [TokenStore] (one 0600 file
+//     per server, atomic writes, a flock per server); [Options.OAuth]
+//     sends them, refreshes them ahead of expiry and on 401 invalid_token,
+//     one refresh at a time per server across parallel calls and
+//     processes, never resending a refused token, and fails a server that
+//     needs a new login at the Authorization stage with a [LoginError]
+//     naming the command to run. No SSE fallback follows a 401.
 //   - Teardown: [Manager.Close] closes stdin, waits, then terminates and
 //     kills each stdio server's process group, each step bounded; a
 //     streamable HTTP session is ended with DELETE (the SDK bounds it to

@@ -210,8 +210,10 @@ func fromGemini(name string, raw json.RawMessage) (json.RawMessage, []string) {
 			// informational
 		case "trust":
 			notes = append(notes, note(`"trust" is ignored: aibuddy's approval settings decide which calls are confirmed`))
-		case "oauth", "authProviderType", "targetAudience", "targetServiceAccount":
-			notes = append(notes, note("%q is ignored: OAuth is not supported here; pass a token in \"headers\"", k))
+		case "oauth":
+			out[k] = v // the same shape as ours (OAuthConfig); its endpoint keys are ignored
+		case "authProviderType", "targetAudience", "targetServiceAccount":
+			notes = append(notes, note("%q is ignored: Google credentials are not supported here; aibuddy's OAuth discovers the server's authorization server (\"oauth\"), or pass a token in \"headers\"", k))
 		case "tcp":
 			// Only a problem when it is the server's only transport.
 		default:

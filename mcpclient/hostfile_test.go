@@ -73,7 +73,8 @@ func TestReadHostFileGemini(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []mcpclient.ServerConfig{
-		{Name: "gcp", Type: "http", URL: "https://my-gcp-service.run.app/mcp"},
+		{Name: "gcp", Type: "http", URL: "https://my-gcp-service.run.app/mcp",
+			OAuth: &mcpclient.OAuthConfig{Scopes: []string{"https://www.googleapis.com/auth/userinfo.email"}}},
 		{Name: "github", Type: "http", URL: "https://api.githubcopilot.com/mcp/", Headers: map[string]string{"Authorization": "Bearer ghp"},
 			CallTimeout: 5 * time.Second},
 		{Name: "legacy", Type: "sse", URL: "http://localhost:8080/sse"},
@@ -87,10 +88,13 @@ func TestReadHostFileGemini(t *testing.T) {
 	}
 	notes := strings.Join(hf.Notes, "\n")
 	for _, w := range []string{`server "memory" (Gemini CLI settings): "trust" is ignored`, `server "gcp" (Gemini CLI settings): "authProviderType" is ignored`,
-		`"oauth" is ignored`, `server "sock" (Gemini CLI settings): left out: its "tcp" (websocket) transport is not supported`} {
+		`server "sock" (Gemini CLI settings): left out: its "tcp" (websocket) transport is not supported`} {
 		if !strings.Contains(notes, w) {
 			t.Errorf("notes lack %q:\n%s", w, notes)
 		}
+	}
+	if strings.Contains(notes, `"oauth" is ignored`) {
+		t.Errorf("Gemini's oauth entry is read (OAuthConfig), not ignored:\n%s", notes)
 	}
 	if strings.Contains(notes, "description") {
 		t.Errorf("description is informational, not a note:\n%s", notes)

@@ -125,6 +125,9 @@ type Options struct {
 	// dropped and logged (frame.go). Default [DefaultMaxFrameBytes]
 	// (16 MiB, setting mcp.upstreamMaxFrameBytes).
 	MaxFrameBytes int
+	// OAuth authorizes http servers with OAuth 2.1 (oauth.go); nil means
+	// no OAuth: a 401 fails the server.
+	OAuth *OAuthOptions
 }
 
 // DefaultInheritEnv is what a stdio server inherits from the host by
@@ -1163,6 +1166,9 @@ func (c *conn) callError(ctx context.Context, err error) *tool.Error {
 		return (&tool.Error{Stage: tool.Execution, Msg: fmt.Sprintf("call to server %s cancelled", c.cfg.Name), Err: err}).
 			WithHint("the call was stopped; inspect the state before retrying")
 	}
+	if te := oauthCallError(c.cfg.Name, err); te != nil {
+		return te
+	}
 	var we *jsonrpc.Error
 	if errors.As(err, &we) {
 		return (&tool.Error{Stage: tool.Execution, Msg: fmt.Sprintf("server %s rejected the call: %s (code %d)", c.cfg.Name, we.Message, we.Code), Err: err}).
@@ -1267,7 +1273,11 @@ func (c *conn) httpTransport(initCtx context.Context) mcp.Transport {
 	// method, and those messages never arrived (issue 13). The SDK detaches
 	// the connection from the connect context itself, and closes it when
 	// the handshake fails.
-	return &mcp.StreamableClientTransport{Endpoint: c.cfg.URL, HTTPClient: &hc, MaxEventSize: c.m.opts.MaxFrameBytes + 64<<10}
+	st := &mcp.StreamableClientTransport{Endpoint: c.cfg.URL, HTTPClient: &hc, MaxEventSize: c.m.opts.MaxFrameBytes + 64<<10}
+	if h := newOAuthHandler(c.cfg, c.m.opts.OAuth, base); h != nil { // oauth.go
+		st.OAuthHandler = h
+	}
+	return st
 }
 
 // lifeTransport connects inner with a context that lives until Close, but

@@ -89,6 +89,10 @@ type Options struct {
 	// servers (tests: a resolver for fixture hosts, a missing init
 	// binary); nil means the defaults.
 	Confine *confine.Options
+	// OpenBrowser opens a URL for `aibuddy mcp login` (tests: an HTTP
+	// client following the redirects); nil means the system's opener
+	// (xdg-open, open), unless --no-browser.
+	OpenBrowser func(url string) error
 }
 
 // Main runs the CLI with args (without the program name) and returns the
@@ -414,7 +418,8 @@ func (c *common) resolve(ctx context.Context, o *Options) (*run, error) {
 			CompileSchemas: c.compileSchemas, MaxSchemaDepth: r.cfg.MCP.MaxSchemaDepth,
 			NotificationsPerSecond: r.cfg.MCP.NotificationsPerSecond, NotificationLogInterval: r.cfg.MCP.NotificationLogInterval.D(),
 			Confine: ServerConfinement(r.cfg, r.workspace), ConfineDriver: driver,
-			Elicit: elicitorFor(services[approval.ServiceUserInput]), MaxInputRounds: r.cfg.MCP.MaxInputRounds, ProtocolVersion: r.cfg.MCP.ProtocolVersion})
+			Elicit: elicitorFor(services[approval.ServiceUserInput]), MaxInputRounds: r.cfg.MCP.MaxInputRounds, ProtocolVersion: r.cfg.MCP.ProtocolVersion,
+			OAuth: &mcpclient.OAuthOptions{Store: oauthStore(r.dataDir), RefreshBefore: r.cfg.MCP.OAuthRefreshBefore.D()}})
 		wait := ctx
 		d := r.cfg.MCP.StartupWait.D()
 		if d == 0 {

@@ -111,6 +111,7 @@ makes (256 random bits) and keeps in the data folder's http-token file (mode
 		},
 	}
 	c.register(cmd)
+	cmd.AddCommand(newMCPLogin(o), newMCPLogout(o))
 	cmd.Flags().StringVar(&httpAddr, "http", "", "serve streamable HTTP on ADDR (host:port) instead of stdio; every request needs Authorization: Bearer TOKEN")
 	cmd.Flags().BoolVar(&printToken, "print-token", false, "print the bearer token --http requires ($AIBUDDY_TOKEN, else the data folder's http-token, made if missing) on stdout and exit")
 	return cmd
