@@ -129,6 +129,19 @@ type MCP struct {
 	// proxies, ...; mcpclient.DefaultInheritEnv). Anything else reaches a
 	// server only through its "env" entry.
 	InheritEnv []string `json:"inheritEnv,omitempty"`
+	// PassthroughNames is how `aibuddy mcp` names the upstream servers'
+	// resources and prompts for the host: "auto" (default) keeps a URI or
+	// prompt name as its server gives it unless another connected server
+	// offers the same one, then every one of them is namespaced
+	// (aibuddy://<server>/<uri>, <server>__<prompt>); "prefixed" always
+	// namespaces them, as tools are.
+	PassthroughNames string `json:"passthroughNames,omitempty"`
+	// PassthroughMaxBlobBytes bounds one binary resource (or a prompt's
+	// image or audio) `aibuddy mcp` passes from an upstream server to the
+	// host, in decoded bytes; a larger one is replaced by a note naming
+	// its size. Text is bounded by limits.resultMaxChars. Default
+	// 3,932,160 (3.75 MiB, as limits.readMaxImageBytes).
+	PassthroughMaxBlobBytes int64 `json:"passthroughMaxBlobBytes,omitempty"`
 
 	// The keys below bound `aibuddy mcp --http` (the server side).
 
@@ -619,9 +632,10 @@ func (c *Config) validate() error {
 		"mcp.notificationsPerSecond": int64(c.MCP.NotificationsPerSecond), "mcp.notificationLogInterval": int64(c.MCP.NotificationLogInterval),
 		"mcp.sessionIdleTimeout": int64(c.MCP.SessionIdleTimeout), "mcp.httpHeaderTimeout": int64(c.MCP.HTTPHeaderTimeout),
 		"mcp.httpBodyTimeout": int64(c.MCP.HTTPBodyTimeout), "mcp.httpMaxBodyBytes": c.MCP.HTTPMaxBodyBytes,
-		"mcp.oauth.clockSkew":    int64(c.MCP.OAuth.ClockSkew),
-		"records.maxBatch":       int64(c.Records.MaxBatch),
-		"agent.contextNoteCalls": int64(c.Agent.ContextNoteCalls),
+		"mcp.oauth.clockSkew":         int64(c.MCP.OAuth.ClockSkew),
+		"mcp.passthroughMaxBlobBytes": c.MCP.PassthroughMaxBlobBytes,
+		"records.maxBatch":            int64(c.Records.MaxBatch),
+		"agent.contextNoteCalls":      int64(c.Agent.ContextNoteCalls),
 	}
 	var bad []string
 	for k, v := range ints {
@@ -653,6 +667,9 @@ func (c *Config) validate() error {
 	}
 	if t := c.Compaction; t.ThresholdTokens > 0 && t.TargetTokens >= t.ThresholdTokens {
 		return fmt.Errorf("compaction.targetTokens (%d) must be below compaction.thresholdTokens (%d)", t.TargetTokens, t.ThresholdTokens)
+	}
+	if n := c.MCP.PassthroughNames; n != "" && n != "auto" && n != "prefixed" {
+		return fmt.Errorf("mcp.passthroughNames is %q: use \"auto\" (the default) or \"prefixed\"", n)
 	}
 	if o := c.MCP.OAuth; o.Issuer != "" && o.Resource == "" {
 		return fmt.Errorf("mcp.oauth.resource is required with mcp.oauth.issuer: set it to this server's public URL, such as \"https://tools.example.com/mcp\"")

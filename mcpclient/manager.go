@@ -216,6 +216,8 @@ type Manager struct {
 	nextID int
 
 	notifyMu sync.Mutex // serializes subscriber calls
+
+	pt ptSubs // resource subscriptions (passthru.go)
 }
 
 type route struct {
@@ -239,6 +241,8 @@ type conn struct {
 	excluded   []Quarantine // tools the SDK dropped from tools/list
 
 	notes *notes // the notification bound
+
+	pt ptState // resources, templates, prompts (passthru.go)
 
 	// Guarded by m.mu.
 	state       State
@@ -693,6 +697,10 @@ func (c *conn) connect(ctx context.Context) {
 			Capabilities:                &mcp.ClientCapabilities{}, // no roots: a server uses its own configuration
 			ToolListChangedHandler:      func(context.Context, *mcp.ToolListChangedRequest) { c.signal() },
 			ProgressNotificationHandler: c.onProgress,
+			// Pass-through (passthru.go).
+			ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { c.passthruChanged() },
+			PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { c.passthruChanged() },
+			ResourceUpdatedHandler:     c.passthruUpdated,
 		})
 	sess, err := client.Connect(initCtx, transport, nil)
 	if err != nil {
@@ -719,6 +727,7 @@ func (c *conn) connect(ctx context.Context) {
 			return
 		}
 	}
+	c.passthruList(initCtx, sess) // resources, templates, prompts (passthru.go)
 	if p != nil {
 		p.initialized.Store(true)
 	}

@@ -71,6 +71,9 @@ type Options struct {
 	// aibuddy mcp counts calls in flight there and cancels them when it
 	// stops.
 	Wrap pipeline.Middleware
+	// Passthrough, when set with an upstream, serves the upstream MCP
+	// servers' resources, prompts and completions too (passthru.go).
+	Passthrough *PassthroughOptions
 }
 
 // Meta keys aibuddy sets on a CallToolResult's _meta.
@@ -112,6 +115,8 @@ type Gateway struct {
 	proxy     *tool.Tool        // call_tool, defined once
 	served    map[string]string // every MCP tool of any set so far -> its server
 	prefixes  map[string]string // "<namespace>__" of those tools -> server
+
+	pt *passthru // resources, prompts, completions; nil without upstream (passthru.go)
 }
 
 // CallToolName is the gateway's proxy tool for hosts that never refresh
@@ -151,10 +156,12 @@ func NewGateway(set *capability.Set, opts *Options) *Gateway {
 	if o.Wrap != nil {
 		g.handle = o.Wrap(g.handle)
 	}
-	g.srv = mcp.NewServer(&mcp.Implementation{Name: o.Name, Version: o.Version},
-		&mcp.ServerOptions{Instructions: o.Instructions, Logger: o.Logger,
-			Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}}})
+	so := &mcp.ServerOptions{Instructions: o.Instructions, Logger: o.Logger,
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}}}
+	g.pt = newPassthru(o.Passthrough, so)
+	g.srv = mcp.NewServer(&mcp.Implementation{Name: o.Name, Version: o.Version}, so)
 	g.srv.AddReceivingMiddleware(g.unlisted)
+	g.pt.attach(g.srv)
 	g.Update(set)
 	return g
 }
@@ -238,6 +245,7 @@ func (g *Gateway) Update(set *capability.Set) {
 	run.SetDeparted(g.departed)
 	g.run = run
 	g.syncLocked()
+	g.pt.sync() // upstream resources and prompts follow the servers too
 }
 
 // departed explains a called name the current set does not hold: a tool
