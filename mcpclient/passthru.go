@@ -462,6 +462,17 @@ func (m *Manager) SubscribeResource(ctx context.Context, server, uri string, upd
 			if !drop() {
 				return
 			}
+			if ir := sess.InitializeResult(); ir != nil && ir.ProtocolVersion >= "2026-07-28" {
+				// Under 2026-07-28 an unsubscribe ends the URI's
+				// subscriptions/listen stream, and the MCP Go SDK
+				// (v1.8.0) server then drops every list_changed
+				// subscription of the session (subscriptionsListen's
+				// deferred cleanup): the server's tools would stop
+				// refreshing. The upstream subscription is kept instead;
+				// its updates find no subscriber and are dropped, and a
+				// later subscribe reuses it.
+				return
+			}
 			ctx, stop := context.WithTimeout(m.life, m.opts.InitTimeout)
 			defer stop()
 			if err := sess.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri}); err != nil && m.life.Err() == nil {
