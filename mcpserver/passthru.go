@@ -109,24 +109,40 @@ func (pt *passthru) attach(srv *mcp.Server) {
 	pt.sync()
 }
 
-// initialize resyncs before the SDK computes the capabilities, then keeps
-// resources.subscribe and completions only when an upstream has them.
+// initialize resyncs before the SDK computes the capabilities (initialize,
+// or server/discover under 2026-07-28), then keeps
+// resources.subscribe and completions only when an upstream has them. It
+// also guards resource-only subscriptions/listen streams (listen).
 func (pt *passthru) initialize(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		if method != "initialize" {
+		if method == "subscriptions/listen" {
+			if lr, ok := req.(*mcp.SubscriptionsListenRequest); ok && lr.Params != nil && lr.Params.Notifications != nil && lr.Session != nil {
+				if n := lr.Params.Notifications; !n.ToolsListChanged && !n.PromptsListChanged && !n.ResourcesListChanged && len(n.ResourceSubscriptions) > 0 {
+					return pt.listen(ctx, lr, func(ctx context.Context) (mcp.Result, error) { return next(ctx, method, req) })
+				}
+			}
+		}
+		if method != "initialize" && method != "server/discover" { // 2026-07-28 discovers
 			return next(ctx, method, req)
 		}
 		pt.sync()
 		res, err := next(ctx, method, req)
-		if ir, ok := res.(*mcp.InitializeResult); ok && err == nil && ir.Capabilities != nil {
+		var caps *mcp.ServerCapabilities
+		switch r := res.(type) {
+		case *mcp.InitializeResult:
+			caps = r.Capabilities
+		case *mcp.DiscoverResult:
+			caps = r.Capabilities
+		}
+		if caps != nil && err == nil {
 			pt.mu.Lock()
 			snap := pt.snap
 			pt.mu.Unlock()
-			if ir.Capabilities.Resources != nil {
-				ir.Capabilities.Resources.Subscribe = snap.Subscribe
+			if caps.Resources != nil {
+				caps.Resources.Subscribe = snap.Subscribe
 			}
 			if !snap.Complete {
-				ir.Capabilities.Completions = nil
+				caps.Completions = nil
 			}
 		}
 		return res, err
@@ -517,4 +533,42 @@ func (pt *passthru) release(ss *mcp.ServerSession, uri string) {
 	delete(pt.subs, uri)
 	pt.mu.Unlock()
 	s.cancel()
+}
+
+// listen serves a subscriptions/listen stream that only subscribes to
+// resources (protocol 2026-07-28: a host's resources/subscribe). When such
+// a stream ends, the MCP Go SDK v1.8.0 server also drops every
+// list_changed subscription of the session (subscriptionsListen's deferred
+// cleanup; fixed upstream by go-sdk pull request 1275), and the host would
+// never again hear of tool_search activations or upstream list changes.
+// So the SDK's stream runs on until the session ends, and the host's
+// cancellation (its unsubscribe) is answered here: the session's
+// subscriptions to those URIs end (upstream too, when it was the last) and
+// no more updates for them are sent.
+func (pt *passthru) listen(ctx context.Context, lr *mcp.SubscriptionsListenRequest, next func(context.Context) (mcp.Result, error)) (mcp.Result, error) {
+	ss := lr.Session
+	detached, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	go func() {
+		_ = ss.Wait()
+		cancel()
+	}()
+	type answer struct {
+		res mcp.Result
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		res, err := next(detached)
+		done <- answer{res, err}
+	}()
+	select {
+	case a := <-done:
+		cancel()
+		return a.res, a.err
+	case <-ctx.Done():
+		for _, uri := range lr.Params.Notifications.ResourceSubscriptions {
+			pt.release(ss, uri)
+		}
+		return nil, ctx.Err()
+	}
 }

@@ -26,7 +26,7 @@ type hostEvents struct {
 func connectHost(t *testing.T, ctx context.Context, ws, cfg string) (*mcp.ClientSession, hostEvents) {
 	t.Helper()
 	ev := hostEvents{updated: make(chan string, 64), listChanged: make(chan struct{}, 64)}
-	cmd := exec.Command(bin, "mcp", "-v", "--workspace", ws, "--config", cfg)
+	cmd := exec.Command(bin, "mcp", "--workspace", ws, "--config", cfg)
 	cmd.Stderr = &testWriter{t: t, prefix: "aibuddy stderr: "}
 	client := mcp.NewClient(&mcp.Implementation{Name: "e2e-host", Version: "1"}, &mcp.ClientOptions{
 		ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) {
@@ -173,8 +173,6 @@ func TestPassthroughWithServerEverything(t *testing.T) {
 		"name": "hello.txt.gz", "data": "data:text/plain;base64,aGVsbG8gd29ybGQ=", "outputType": "resourceLink"})
 	mustOK(t, "gzip-file-as-resource", res)
 	const added = "demo://resource/session/hello.txt.gz"
-	time.Sleep(2 * time.Second) // DEBUG
-	t.Logf("DEBUG listChanged=%d uris=%v", len(ev.listChanged), resourceURIs(t, ctx, cs))
 	for !slices.Contains(resourceURIs(t, ctx, cs), added) {
 		select {
 		case <-ev.listChanged:
