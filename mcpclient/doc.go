@@ -47,6 +47,13 @@
 //     answers at once, at the Execution stage, for a server that is not
 //     connected. Server isError results become Execution-stage errors;
 //     ctx cancellation reaches the server as notifications/cancelled.
+//   - Pass-through: [Manager.Passthru] lists the connected servers'
+//     resources, resource templates and prompts (every page), named for a
+//     host (their own names unless two servers share one, then
+//     aibuddy://<server>/<uri> and <server>__<prompt>; or always
+//     namespaced), refreshed on their list_changed; [Manager.ReadResource],
+//     [Manager.GetPrompt], [Manager.Complete] and [Manager.SubscribeResource]
+//     (one upstream subscription per URI) reach the server named.
 //   - Teardown: [Manager.Close] closes stdin, waits, then terminates and
 //     kills each stdio server's process group, each step bounded.
 package mcpclient

@@ -262,3 +262,15 @@ func TestNamespacedURI(t *testing.T) {
 		t.Error("a URI without the prefix split")
 	}
 }
+
+// A resource URI or URI template that two connected servers both offer is
+// namespaced with its server; SplitNamespacedURI gives the original back.
+func ExampleNamespacedURI() {
+	u := mcpclient.NamespacedURI("docs", "file:///README.md")
+	fmt.Println(u)
+	server, orig, _ := mcpclient.SplitNamespacedURI(u)
+	fmt.Println(server, orig)
+	// Output:
+	// aibuddy://docs/file:///README.md
+	// docs file:///README.md
+}

@@ -13,4 +13,9 @@
 // the client as notifications/progress when the request carried a
 // progressToken (MCP spec 2025-06-18, "Progress"); they never enter the
 // result the model sees.
+//
+// With Options.Passthrough, the upstream MCP servers' resources, resource
+// templates, prompts, completions and resource subscriptions are served
+// too (passthru.go), named by mcpclient's pass-through naming and bounded
+// like tool results.
 package mcpserver
