@@ -22,7 +22,7 @@ import (
 // pages of 2: PT_ID names it in its contents; it offers resources
 // test://<id>/r1..r5 and test://shared, the template test://t/{id}, the
 // prompts "shared" and "<id>-only", completions, subscriptions, and tools
-// to add a resource ("add"), send notifications/resources/updated
+// to add a resource ("add") or a prompt ("addprompt"), send notifications/resources/updated
 // ("touch") and count the subscribe and unsubscribe requests it got
 // ("subs").
 func runPassthruServer() {
@@ -75,6 +75,10 @@ func runPassthruServer() {
 	}
 	mcp.AddTool(srv, &mcp.Tool{Name: "add"}, func(_ context.Context, _ *mcp.CallToolRequest, in uriIn) (*mcp.CallToolResult, any, error) {
 		srv.AddResource(&mcp.Resource{URI: in.URI, Name: in.URI}, text)
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "added"}}}, nil, nil
+	})
+	mcp.AddTool(srv, &mcp.Tool{Name: "addprompt"}, func(_ context.Context, _ *mcp.CallToolRequest, in uriIn) (*mcp.CallToolResult, any, error) {
+		srv.AddPrompt(&mcp.Prompt{Name: in.URI}, prompt)
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "added"}}}, nil, nil
 	})
 	mcp.AddTool(srv, &mcp.Tool{Name: "touch"}, func(ctx context.Context, _ *mcp.CallToolRequest, in uriIn) (*mcp.CallToolResult, any, error) {
@@ -188,7 +192,8 @@ func TestPassthruNamesPagesAndRoutes(t *testing.T) {
 // drops the session's list_changed subscriptions too), so a resource the
 // server adds afterwards still reaches the Manager's list: after its
 // notifications/resources/list_changed, the Manager's subscribers are
-// told and Passthru lists it.
+// told and Passthru lists it; so is a prompt it adds
+// (notifications/prompts/list_changed).
 func TestPassthruSubscriptionsAndListChanged(t *testing.T) {
 	for _, legacy := range []bool{true, false} {
 		t.Run(map[bool]string{true: "2025-11-25", false: "2026-07-28"}[legacy], func(t *testing.T) {
@@ -243,6 +248,21 @@ func TestPassthruSubscriptionsAndListChanged(t *testing.T) {
 				case <-changed:
 				case <-deadline:
 					t.Fatalf("the added resource never appeared: %v", hostURIs(m.Passthru("")))
+				}
+			}
+			promptNames := func() []string {
+				var out []string
+				for _, p := range m.Passthru("").Prompts {
+					out = append(out, p.Prompt.Name)
+				}
+				return out
+			}
+			ptCall(t, m, "a__addprompt", `{"uri":"late"}`)
+			for !slices.Contains(promptNames(), "late") {
+				select {
+				case <-changed:
+				case <-deadline:
+					t.Fatalf("the added prompt never appeared: %v", promptNames())
 				}
 			}
 		})
