@@ -316,11 +316,33 @@ func (m *Manager) Passthru(names string) Passthru {
 			out.Prompts = append(out.Prompts, PassPrompt{Prompt: &cp, Server: name, Name: p.Name})
 		}
 	}
+	// A namespaced name can equal another server's own ("a__x" offered
+	// as is by b): the first in server order keeps it, the other is
+	// logged and left out, never shadowed silently.
+	out.Resources = uniqueHost(m, out.Resources, "resource", func(r PassResource) (string, string) { return r.Resource.URI, r.Server })
+	out.Templates = uniqueHost(m, out.Templates, "resource template", func(t PassTemplate) (string, string) { return t.Template.URITemplate, t.Server })
+	out.Prompts = uniqueHost(m, out.Prompts, "prompt", func(p PassPrompt) (string, string) { return p.Prompt.Name, p.Server })
 	sort.Slice(out.Resources, func(i, j int) bool { return out.Resources[i].Resource.URI < out.Resources[j].Resource.URI })
 	sort.Slice(out.Templates, func(i, j int) bool {
 		return out.Templates[i].Template.URITemplate < out.Templates[j].Template.URITemplate
 	})
 	sort.Slice(out.Prompts, func(i, j int) bool { return out.Prompts[i].Prompt.Name < out.Prompts[j].Prompt.Name })
+	return out
+}
+
+// uniqueHost drops the items whose host-facing key an earlier item holds.
+func uniqueHost[T any](m *Manager, items []T, what string, key func(T) (host, server string)) []T {
+	owner := map[string]string{}
+	var out []T
+	for _, it := range items {
+		k, srv := key(it)
+		if first, taken := owner[k]; taken {
+			m.opts.Logger.Warn("mcp "+what+" left out: its name is taken", "name", k, "server", srv, "kept_from", first)
+			continue
+		}
+		owner[k] = srv
+		out = append(out, it)
+	}
 	return out
 }
 
