@@ -183,6 +183,19 @@ type MCP struct {
 	// Grants are kept in the data folder's mcp-oauth/ (0600) and made with
 	// `aibuddy mcp login SERVER`. Default 60 s.
 	OAuthRefreshBefore Duration `json:"oauthRefreshBefore,omitempty"`
+	// PassthroughNames is how `aibuddy mcp` names the upstream servers'
+	// resources and prompts for the host: "auto" (default) keeps a URI or
+	// prompt name as its server gives it unless another connected server
+	// offers the same one, then every one of them is namespaced
+	// (aibuddy://<server>/<uri>, <server>__<prompt>); "prefixed" always
+	// namespaces them, as tools are.
+	PassthroughNames string `json:"passthroughNames,omitempty"`
+	// PassthroughMaxBlobBytes bounds one binary resource (or a prompt's
+	// image or audio) `aibuddy mcp` passes from an upstream server to the
+	// host, in decoded bytes; a larger one is replaced by a note naming
+	// its size. Text is bounded by limits.resultMaxChars. Default
+	// 3,932,160 (3.75 MiB, as limits.readMaxImageBytes).
+	PassthroughMaxBlobBytes int64 `json:"passthroughMaxBlobBytes,omitempty"`
 
 	// The keys below bound `aibuddy mcp --http` (the server side).
 
@@ -706,12 +719,13 @@ func (c *Config) validate() error {
 		"mcp.notificationsPerSecond": int64(c.MCP.NotificationsPerSecond), "mcp.notificationLogInterval": int64(c.MCP.NotificationLogInterval),
 		"mcp.sessionIdleTimeout": int64(c.MCP.SessionIdleTimeout), "mcp.httpHeaderTimeout": int64(c.MCP.HTTPHeaderTimeout),
 		"mcp.httpBodyTimeout": int64(c.MCP.HTTPBodyTimeout), "mcp.httpMaxBodyBytes": c.MCP.HTTPMaxBodyBytes,
-		"mcp.oauth.clockSkew":    int64(c.MCP.OAuth.ClockSkew),
-		"mcp.oauthRefreshBefore": int64(c.MCP.OAuthRefreshBefore),
-		"records.maxBatch":       int64(c.Records.MaxBatch),
-		"agent.contextNoteCalls": int64(c.Agent.ContextNoteCalls),
-		"agent.maxParallelCalls": int64(c.Agent.MaxParallelCalls),
-		"mcp.maxInputRounds":     int64(c.MCP.MaxInputRounds),
+		"mcp.oauth.clockSkew":         int64(c.MCP.OAuth.ClockSkew),
+		"mcp.oauthRefreshBefore":      int64(c.MCP.OAuthRefreshBefore),
+		"records.maxBatch":            int64(c.Records.MaxBatch),
+		"agent.contextNoteCalls":      int64(c.Agent.ContextNoteCalls),
+		"agent.maxParallelCalls":      int64(c.Agent.MaxParallelCalls),
+		"mcp.maxInputRounds":          int64(c.MCP.MaxInputRounds),
+		"mcp.passthroughMaxBlobBytes": c.MCP.PassthroughMaxBlobBytes,
 	}
 	var bad []string
 	for k, v := range ints {
@@ -748,6 +762,9 @@ func (c *Config) validate() error {
 	case "", "2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05":
 	default:
 		return fmt.Errorf("mcp.protocolVersion: %q is not an MCP protocol version aibuddy speaks (want 2026-07-28, 2025-11-25, 2025-06-18, 2025-03-26 or 2024-11-05; omit it for the newest)", c.MCP.ProtocolVersion)
+	}
+	if n := c.MCP.PassthroughNames; n != "" && n != "auto" && n != "prefixed" {
+		return fmt.Errorf("mcp.passthroughNames is %q: use \"auto\" (the default) or \"prefixed\"", n)
 	}
 	if o := c.MCP.OAuth; o.Issuer != "" && o.Resource == "" {
 		return fmt.Errorf("mcp.oauth.resource is required with mcp.oauth.issuer: set it to this server's public URL, such as \"https://tools.example.com/mcp\"")

@@ -83,6 +83,13 @@
 //     processes, never resending a refused token, and fails a server that
 //     needs a new login at the Authorization stage with a [LoginError]
 //     naming the command to run. No SSE fallback follows a 401.
+//   - Pass-through: [Manager.Passthru] lists the connected servers'
+//     resources, resource templates and prompts (every page), named for a
+//     host (their own names unless two servers share one, then
+//     aibuddy://<server>/<uri> and <server>__<prompt>; or always
+//     namespaced), refreshed on their list_changed; [Manager.ReadResource],
+//     [Manager.GetPrompt], [Manager.Complete] and [Manager.SubscribeResource]
+//     (one upstream subscription per URI) reach the server named.
 //   - Teardown: [Manager.Close] closes stdin, waits, then terminates and
 //     kills each stdio server's process group, each step bounded; a
 //     streamable HTTP session is ended with DELETE (the SDK bounds it to

@@ -282,6 +282,8 @@ type Manager struct {
 	nextID int
 
 	notifyMu sync.Mutex // serializes subscriber calls
+
+	pt ptSubs // resource subscriptions (passthru.go)
 }
 
 type route struct {
@@ -307,6 +309,7 @@ type conn struct {
 	notes *notes // the notification bound
 
 	inflight inflightSet // calls in flight, for elicitation/create (mrtr.go)
+	pt       ptState     // resources, templates, prompts (passthru.go)
 
 	// Guarded by m.mu.
 	state       State
@@ -803,6 +806,10 @@ func (c *conn) dial(initCtx context.Context) (*dialed, string) {
 			ToolListChangedHandler:      func(context.Context, *mcp.ToolListChangedRequest) { c.signal() },
 			ProgressNotificationHandler: c.onProgress,
 			LoggingMessageHandler:       c.onLog,
+			// Pass-through (passthru.go).
+			ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { c.passthruChanged() },
+			PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { c.passthruChanged() },
+			ResourceUpdatedHandler:     c.passthruUpdated,
 		}))
 	sess, err := c.handshake(initCtx, client, transport)
 	if err != nil && c.fallBackToSSE(err) {
@@ -838,6 +845,7 @@ func (c *conn) dial(initCtx context.Context) (*dialed, string) {
 			return nil, c.describeFailure("tools/list", err, initCtx)
 		}
 	}
+	c.passthruList(initCtx, sess) // resources, templates, prompts (passthru.go)
 	if p != nil {
 		p.initialized.Store(true)
 	}

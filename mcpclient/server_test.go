@@ -54,6 +54,9 @@ func runTestServer(kind string) {
 		}
 	}
 	switch kind {
+	case "passthru": // an SDK server with resources and prompts (passthru_test.go)
+		runPassthruServer()
+		return
 	case "garbage":
 		fmt.Println("hello, I am a server that logs to stdout")
 		_, _ = bufio.NewReader(os.Stdin).ReadString(0) // until stdin closes

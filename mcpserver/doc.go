@@ -23,4 +23,9 @@
 // requests in the tools/call reply, the answers of earlier rounds carried
 // in the gateway's signed requestState; a host without elicitation gets
 // an Authorization-stage error.
+//
+// With Options.Passthrough, the upstream MCP servers' resources, resource
+// templates, prompts, completions and resource subscriptions are served
+// too (passthru.go), named by mcpclient's pass-through naming and bounded
+// like tool results.
 package mcpserver

@@ -80,6 +80,9 @@ type Options struct {
 	// aibuddy mcp counts calls in flight there and cancels them when it
 	// stops.
 	Wrap pipeline.Middleware
+	// Passthrough, when set with an upstream, serves the upstream MCP
+	// servers' resources, prompts and completions too (passthru.go).
+	Passthrough *PassthroughOptions
 }
 
 // Meta keys aibuddy sets on a CallToolResult's _meta.
@@ -124,6 +127,7 @@ type Gateway struct {
 	prefixes  map[string]string // "<namespace>__" of those tools -> server
 
 	carry carry // answers across a host's input rounds (mrtr.go)
+	pt *passthru // resources, prompts, completions; nil without upstream (passthru.go)
 }
 
 // CallToolName is the gateway's proxy tool for hosts that never refresh
@@ -163,10 +167,12 @@ func NewGateway(set *capability.Set, opts *Options) *Gateway {
 	if o.Wrap != nil {
 		g.handle = o.Wrap(g.handle)
 	}
-	g.srv = mcp.NewServer(&mcp.Implementation{Name: o.Name, Version: o.Version},
-		&mcp.ServerOptions{Instructions: o.Instructions, Logger: o.Logger,
-			Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}}})
+	so := &mcp.ServerOptions{Instructions: o.Instructions, Logger: o.Logger,
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}}}
+	g.pt = newPassthru(o.Passthrough, so)
+	g.srv = mcp.NewServer(&mcp.Implementation{Name: o.Name, Version: o.Version}, so)
 	g.srv.AddReceivingMiddleware(g.unlisted)
+	g.pt.attach(g.srv)
 	g.Update(set)
 	return g
 }
@@ -261,6 +267,7 @@ func (g *Gateway) Update(set *capability.Set) {
 	run.SetDeparted(g.departed)
 	g.run = run
 	g.syncLocked()
+	g.pt.sync() // upstream resources and prompts follow the servers too
 }
 
 // departed explains a called name the current set does not hold: a tool

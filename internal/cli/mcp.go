@@ -83,6 +83,10 @@ makes (256 random bits) and keeps in the data folder's http-token file (mode
 			expect := r.newExpectations()
 			opts := &mcpserver.Options{Version: Version, Logger: r.logger, Discovery: r.discovery,
 				Pipeline: r.pipeline(mcpserver.ElicitConfirmer{}), ServerStatus: r.serverStatus, Pending: expect.pending}
+			if r.mcp != nil { // upstream resources, prompts, completions
+				opts.Passthrough = &mcpserver.PassthroughOptions{Upstream: r.mcp, Names: r.cfg.MCP.PassthroughNames,
+					MaxChars: r.cfg.Limits.ResultMaxChars, MaxBlobBytes: int(r.cfg.MCP.PassthroughMaxBlobBytes)}
+			}
 			gw := &gateways{r: r, opts: opts, life: ctx}
 			// On SIGTERM/SIGINT (ctx done) every call in flight is
 			// cancelled (execute stops its process group) and waited for,
