@@ -20,10 +20,6 @@ import (
 // one listed here that passes fails the test too, so the list stays true
 // (the suite's own --expected-failures rule).
 var notYet = map[string]string{
-	// Client-side elicitation over mcpclient.Manager is not wired: the
-	// Manager declares no elicitation capability (issue 13 items 1 and 4,
-	// other helpers).
-	"elicitation-sep1034-client-defaults": "the Manager declares no elicitation capability",
 	// Without protected-resource metadata the 2025-03-26 rules take the
 	// server's root as the authorization server; the suite serves its
 	// metadata there with issuer ROOT/oauth. The Go SDK refuses metadata

@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/aibuddy/aibuddy/mcpclient"
 	"github.com/aibuddy/aibuddy/tool"
@@ -92,6 +93,7 @@ func run() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
 	defer cancel()
 	m := mcpclient.Connect(ctx, servers, &mcpclient.Options{InitTimeout: 20 * time.Second, ClientName: "aibuddy-conformance", ClientVersion: "1",
+		Elicit: acceptDefaults,
 		OAuth: &mcpclient.OAuthOptions{Store: mcpclient.NewTokenStore(dir),
 			Interactive: &mcpclient.Interaction{RedirectURL: redirectURL, Fetch: headlessBrowser}}})
 	defer m.Close()
@@ -115,6 +117,14 @@ func run() error {
 		return fmt.Errorf("scenario %s: %s failed at the %s stage: %s", scenario, c.tool, res.Stage, res.AllText())
 	}
 	return nil
+}
+
+// acceptDefaults is the user of this client: it accepts every form and
+// fills in nothing, so the values that reach the server are the schema's
+// defaults, applied by the MCP client as SEP-1034 says
+// (elicitation-sep1034-client-defaults checks them).
+func acceptDefaults(context.Context, mcpclient.Elicitation) (*mcp.ElicitResult, error) {
+	return &mcp.ElicitResult{Action: "accept", Content: map[string]any{}}, nil
 }
 
 // headlessBrowser is the browser step: it requests the authorization URL
