@@ -19,6 +19,11 @@ type supervision struct {
 	gate     chan struct{} // closed when the running restoration ends; nil when none runs
 	attempt  chan struct{} // closed when the running attempt ends; nil between attempts (calls then fail at once)
 	restarts []time.Time   // restorations begun within Options.RestartWindow
+	// lostSess and lostWhy are the last session lost and why, as its
+	// first noticer saw it, for a call that noticed second (by then the
+	// process may be replaced, and the exit would read as a plain EOF).
+	lostSess *mcp.ClientSession
+	lostWhy  string
 }
 
 // lost handles the end of session old, which nobody asked for: the
@@ -31,13 +36,17 @@ type supervision struct {
 // Options.MaxRestarts negative the server is disconnected instead, and
 // past MaxRestarts restorations within RestartWindow it is failed. Either
 // way its tools are then removed, and subscribers are told.
-func (c *conn) lost(old *mcp.ClientSession, reason string) {
+func (c *conn) lost(old *mcp.ClientSession, reason string) string {
 	m := c.m
 	m.mu.Lock()
 	if c.closing || c.session != old || c.state != StateConnected {
+		if c.sup.lostSess == old && c.sup.lostWhy != "" {
+			reason = c.sup.lostWhy // the first noticer's reason: the exit and stderr of the process that died
+		}
 		m.mu.Unlock()
-		return
+		return reason
 	}
+	c.sup.lostSess, c.sup.lostWhy = old, reason
 	oldProc := c.proc
 	c.session = nil
 	now := time.Now()
@@ -79,6 +88,7 @@ func (c *conn) lost(old *mcp.ClientSession, reason string) {
 		}
 	}
 	m.notify()
+	return reason
 }
 
 func (c *conn) errText() string {
@@ -337,8 +347,7 @@ func (c *conn) callOnce(ctx context.Context, orig string, params *mcp.CallToolPa
 	if err == nil || ctx.Err() != nil || !c.ended(sess, err) {
 		return res, err
 	}
-	why := c.lossReason(err) // before the restoration replaces the process
-	c.lost(sess, why)
+	why := c.lost(sess, c.lossReason(err)) // the reason recorded for sess, when the watch noticed first
 	fresh, terr := c.sessionFor(ctx)
 	if terr != nil {
 		return nil, terr.WithHint("the call was not sent again; " + terr.Hint)
