@@ -3,6 +3,7 @@ package provider
 import (
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 )
 
@@ -71,13 +72,7 @@ const (
 // ParseStrictMode reads a provider.openaiStrict value: "auto" (or ""),
 // "exact" or "off", case-insensitive. Any other value is an error.
 func ParseStrictMode(s string) (StrictMode, error) {
-	switch v := StrictMode(strings.ToLower(strings.TrimSpace(s))); v {
-	case "", StrictAuto:
-		return StrictAuto, nil
-	case StrictExact, StrictOff:
-		return v, nil
-	}
-	return "", fmt.Errorf("openai strict mode %q: want auto, exact or off", s)
+	return parseChoice(s, "openai strict mode", StrictAuto, StrictExact, StrictOff)
 }
 
 // SchemaDialect is the schema subset a chat-completions route sends
@@ -99,13 +94,25 @@ const (
 // ParseSchemaDialect reads a provider.schemaDialect value: "auto" (or ""),
 // "openai" or "gemini", case-insensitive. Any other value is an error.
 func ParseSchemaDialect(s string) (SchemaDialect, error) {
-	switch v := SchemaDialect(strings.ToLower(strings.TrimSpace(s))); v {
-	case "", DialectAuto:
-		return DialectAuto, nil
-	case DialectOpenAI, DialectGemini:
+	return parseChoice(s, "schema dialect", DialectAuto, DialectOpenAI, DialectGemini)
+}
+
+// parseChoice reads one of a setting's values, case-insensitive and
+// trimmed: "" is def, the first of the allowed values; any other value is
+// an error naming what and the allowed values ("want auto, on or off").
+func parseChoice[T ~string](s, what string, def T, others ...T) (T, error) {
+	v := T(strings.ToLower(strings.TrimSpace(s)))
+	if v == "" || v == def {
+		return def, nil
+	}
+	if slices.Contains(others, v) {
 		return v, nil
 	}
-	return "", fmt.Errorf("schema dialect %q: want auto, openai or gemini", s)
+	names := []string{string(def)}
+	for _, o := range others {
+		names = append(names, string(o))
+	}
+	return "", fmt.Errorf("%s %q: want %s or %s", what, s, strings.Join(names[:len(names)-1], ", "), names[len(names)-1])
 }
 
 // ResolveDialect turns DialectAuto into the dialect for baseURL: Gemini's

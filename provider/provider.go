@@ -3,7 +3,6 @@ package provider
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"iter"
 	"net/url"
 	"regexp"
@@ -189,13 +188,7 @@ const (
 // ParseNativeToolSearch reads a provider.nativeToolSearch value: "auto"
 // (or ""), "on" or "off", case-insensitive. Any other value is an error.
 func ParseNativeToolSearch(s string) (NativeToolSearch, error) {
-	switch v := NativeToolSearch(strings.ToLower(strings.TrimSpace(s))); v {
-	case "", NativeAuto:
-		return NativeAuto, nil
-	case NativeOn, NativeOff:
-		return v, nil
-	}
-	return "", fmt.Errorf("native tool search %q: want auto, on or off", s)
+	return parseChoice(s, "native tool search", NativeAuto, NativeOn, NativeOff)
 }
 
 // ChooseStrategy is the one place where a route picks its deferral

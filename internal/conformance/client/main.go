@@ -46,11 +46,20 @@ const cimdURL = "https://conformance-test.local/client-metadata.json"
 // instead of following it.
 const redirectURL = "http://localhost:3000/callback"
 
-// calls names the tool each scenario calls after connecting.
-var calls = map[string]struct{ tool, args string }{
-	"tools_call":                          {"add_numbers", `{"a":5,"b":3}`},
-	"elicitation-sep1034-client-defaults": {"test_client_elicitation_defaults", `{}`},
-	"sse-retry":                           {"test_reconnection", `{}`},
+// scenarioCall names the tool a scenario calls after connecting, and its
+// arguments; ok is false for a scenario that only connects.
+func scenarioCall(scenario string) (toolName, args string, ok bool) {
+	switch {
+	case scenario == "tools_call":
+		return "add_numbers", `{"a":5,"b":3}`, true
+	case scenario == "elicitation-sep1034-client-defaults":
+		return "test_client_elicitation_defaults", `{}`, true
+	case scenario == "sse-retry":
+		return "test_reconnection", `{}`, true
+	case strings.HasPrefix(scenario, "auth/"):
+		return "test-tool", `{}`, true
+	}
+	return "", "", false
 }
 
 func main() {
@@ -101,20 +110,17 @@ func run() error {
 	if st.State != mcpclient.StateConnected {
 		return fmt.Errorf("scenario %s: server %s", scenario, st.Summary())
 	}
-	c, ok := calls[scenario]
-	if strings.HasPrefix(scenario, "auth/") {
-		c, ok = struct{ tool, args string }{"test-tool", `{}`}, true
-	}
+	toolName, args, ok := scenarioCall(scenario)
 	if !ok {
 		return nil
 	}
-	name, found := m.Name(server, c.tool)
+	name, found := m.Name(server, toolName)
 	if !found {
-		return fmt.Errorf("scenario %s: the server lists no tool %s (%s)", scenario, c.tool, st.Summary())
+		return fmt.Errorf("scenario %s: the server lists no tool %s (%s)", scenario, toolName, st.Summary())
 	}
-	res := m.Call(ctx, &tool.Call{ID: "conformance-1", Name: name, Input: json.RawMessage(c.args)})
+	res := m.Call(ctx, &tool.Call{ID: "conformance-1", Name: name, Input: json.RawMessage(args)})
 	if res.IsError {
-		return fmt.Errorf("scenario %s: %s failed at the %s stage: %s", scenario, c.tool, res.Stage, res.AllText())
+		return fmt.Errorf("scenario %s: %s failed at the %s stage: %s", scenario, toolName, res.Stage, res.AllText())
 	}
 	return nil
 }
