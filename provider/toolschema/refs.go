@@ -78,6 +78,22 @@ func inlineRefsCut(doc map[string]any, cut int, notes *[]Note) (map[string]any, 
 
 var skipDefs = map[string]bool{"$defs": true, "definitions": true}
 
+// expand inlines the target of ref (the document's node at that
+// pointer), with ref on the stack while it is walked so a cycle back to
+// it is seen, and counts it as inlined.
+func (in *inliner) expand(ref, path string) (map[string]any, error) {
+	target, _ := resolve(in.doc, ref)
+	in.stack = append(in.stack, ref)
+	expanded, err := in.node(target, path)
+	in.stack = in.stack[:len(in.stack)-1]
+	if err != nil {
+		return nil, err
+	}
+	in.inlined++
+	em, _ := asMap(expanded)
+	return em, nil
+}
+
 func (in *inliner) node(v any, path string) (any, error) {
 	m, ok := v.(map[string]any)
 	if !ok {
@@ -108,15 +124,10 @@ func (in *inliner) node(v any, path string) (any, error) {
 		in.kept++
 		return out, nil
 	}
-	target, _ := resolve(in.doc, ref)
-	in.stack = append(in.stack, ref)
-	expanded, err := in.node(target, path)
-	in.stack = in.stack[:len(in.stack)-1]
+	em, err := in.expand(ref, path)
 	if err != nil {
 		return nil, err
 	}
-	in.inlined++
-	em, _ := asMap(expanded)
 	if len(out) == 0 {
 		return em, nil
 	}
@@ -155,15 +166,10 @@ func (in *inliner) expandOrCut(ref string, out map[string]any, path string) (any
 		appendDescription(stub, fmt.Sprintf("Same shape as %s (nested deeper than %d levels; not spelled out here).", name, in.cut))
 		return stub, nil
 	}
-	target, _ := resolve(in.doc, ref)
-	in.stack = append(in.stack, ref)
-	expanded, err := in.node(target, path)
-	in.stack = in.stack[:len(in.stack)-1]
+	em, err := in.expand(ref, path)
 	if err != nil {
 		return nil, err
 	}
-	in.inlined++
-	em, _ := asMap(expanded)
 	if _, isRoot := em["$defs"]; isRoot || ref == "#" {
 		em = copyMap(em)
 		delete(em, "$defs")

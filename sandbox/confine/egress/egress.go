@@ -187,6 +187,13 @@ func (p *Proxy) deny(d Denial) {
 	}
 }
 
+// reject reports d (Options.OnDeny) and answers c with status and the
+// reason: every refusal of the proxy goes through here.
+func (p *Proxy) reject(c net.Conn, status int, d Denial) {
+	p.deny(d)
+	refuse(c, status, d)
+}
+
 // refuse answers a proxy client with status and a body saying why.
 func refuse(c net.Conn, status int, d Denial) {
 	body := "aibuddy: " + d.String() + "; retrying will not help: the user can allow the destination in the settings (sandbox.allowedDomains)\n"
@@ -217,15 +224,13 @@ func (p *Proxy) handle(c net.Conn) {
 	method, target, proto, ok := parseRequestLine(line)
 	if !ok {
 		d := Denial{Kind: "request", Reason: "malformed request line"}
-		p.deny(d)
-		refuse(c, 400, d)
+		p.reject(c, 400, d)
 		return
 	}
 	hdr, err := tp.ReadMIMEHeader()
 	if err != nil {
 		d := Denial{Kind: "request", Reason: "malformed request headers"}
-		p.deny(d)
-		refuse(c, 400, d)
+		p.reject(c, 400, d)
 		return
 	}
 	_ = c.SetReadDeadline(time.Time{})
@@ -233,14 +238,12 @@ func (p *Proxy) handle(c net.Conn) {
 		host, port, err := splitAuthority(target, "")
 		if err != nil {
 			d := Denial{Kind: "request", Reason: fmt.Sprintf("CONNECT %q: %v", target, err)}
-			p.deny(d)
-			refuse(c, 400, d)
+			p.reject(c, 400, d)
 			return
 		}
 		up, d := p.dial(host, port, "connect")
 		if up == nil {
-			p.deny(d)
-			refuse(c, 403, d)
+			p.reject(c, 403, d)
 			return
 		}
 		defer up.Close()
@@ -253,21 +256,18 @@ func (p *Proxy) handle(c net.Conn) {
 	u, err := url.Parse(target)
 	if err != nil || u.Scheme == "" || u.Host == "" {
 		d := Denial{Kind: "request", Reason: fmt.Sprintf("%s %s: only CONNECT and absolute-form requests (http://host/path) go through the proxy", method, target)}
-		p.deny(d)
-		refuse(c, 400, d)
+		p.reject(c, 400, d)
 		return
 	}
 	if u.Scheme != "http" {
 		d := Denial{Kind: "request", Reason: fmt.Sprintf("%s %s: scheme %q (use CONNECT for https)", method, target, u.Scheme)}
-		p.deny(d)
-		refuse(c, 400, d)
+		p.reject(c, 400, d)
 		return
 	}
 	host, port, err := splitAuthority(u.Host, "80")
 	if err != nil {
 		d := Denial{Kind: "request", Reason: fmt.Sprintf("%s %s: %v", method, target, err)}
-		p.deny(d)
-		refuse(c, 400, d)
+		p.reject(c, 400, d)
 		return
 	}
 	if hh := hdr.Get("Host"); hh != "" {
@@ -275,15 +275,13 @@ func (p *Proxy) handle(c net.Conn) {
 		if err != nil || !strings.EqualFold(hhost, host) || hport != port {
 			d := Denial{Kind: "http", Target: net.JoinHostPort(host, port),
 				Reason: fmt.Sprintf("the Host header %q disagrees with the request's URL", hh)}
-			p.deny(d)
-			refuse(c, 403, d)
+			p.reject(c, 403, d)
 			return
 		}
 	}
 	up, d := p.dial(host, port, "http")
 	if up == nil {
-		p.deny(d)
-		refuse(c, 403, d)
+		p.reject(c, 403, d)
 		return
 	}
 	defer up.Close()
