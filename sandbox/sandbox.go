@@ -467,6 +467,13 @@ type ExecRequest struct {
 	// output: bounding is the writer's job.
 	Stdout io.Writer
 	Stderr io.Writer
+	// Started, when set, is called once when the command has started and
+	// before any output is written, with its process id on the adapter's
+	// machine (the shell's; under the OS confinement the sandbox init's,
+	// whose end takes every process of the command with it). Adapters
+	// without a process id to give pass 0 or never call it. For the
+	// record of background jobs (package jobs).
+	Started func(pid int)
 }
 
 // ExecResult describes how a command ended.

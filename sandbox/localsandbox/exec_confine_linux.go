@@ -45,6 +45,7 @@ type confinedProc struct {
 }
 
 func (c *confinedProc) exited() <-chan struct{} { return c.p.Exited() }
+func (c *confinedProc) pid() int                { return c.p.Pid() }
 func (c *confinedProc) terminate()              { c.p.Terminate() }
 func (c *confinedProc) kill()                   { c.once.Do(func() { c.escaped = c.p.Kill() }) }
 func (c *confinedProc) finish() int             { c.kill(); return c.escaped }

@@ -52,6 +52,9 @@ func (s *Sandbox) run(ctx context.Context, req sandbox.ExecRequest, spec runSpec
 		return nil, err
 	}
 	trace("start", start, time.Time{})
+	if req.Started != nil {
+		req.Started(proc.pid())
+	}
 	stderr := req.Stderr
 	var kept *denialLines
 	if s.conf.on() {
@@ -180,6 +183,8 @@ type execProc interface {
 	finish() (escaped int)
 	// wait reaps the command: the shell's exit code (-1 for a signal).
 	wait() (int, error)
+	// pid is the process id ExecRequest.Started reports.
+	pid() int
 }
 
 // plainProc is the shell run directly, in its own session (setsid), so
@@ -221,6 +226,7 @@ func (s *Sandbox) startPlain(req sandbox.ExecRequest, spec runSpec, outW, errW *
 }
 
 func (p *plainProc) exited() <-chan struct{} { return p.done }
+func (p *plainProc) pid() int                { return p.pgid }
 func (p *plainProc) terminate()              { killGroup(p.pgid, syscall.SIGTERM) }
 func (p *plainProc) kill()                   { killGroup(p.pgid, syscall.SIGKILL) }
 
