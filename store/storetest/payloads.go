@@ -148,16 +148,16 @@ func testPayloadNames(t *testing.T, s store.Store) {
 		wantPayload(t, p, "t", name, []byte(name))
 	}
 	bad := map[string]string{
-		"":                   "empty",
-		"/abs":               "leading slash",
-		"trailing/":          "trailing slash",
-		"a//b":               "empty element",
-		".":                  "dot",
-		"a/./b":              "dot element",
-		"..":                 "dot-dot",
-		"a/../b":             "dot-dot element",
-		"../escape":          "leading dot-dot",
-		"nul\x00byte":        "NUL",
+		"":            "empty",
+		"/abs":        "leading slash",
+		"trailing/":   "trailing slash",
+		"a//b":        "empty element",
+		".":           "dot",
+		"a/./b":       "dot element",
+		"..":          "dot-dot",
+		"a/../b":      "dot-dot element",
+		"../escape":   "leading dot-dot",
+		"nul\x00byte": "NUL",
 		strings.Repeat("n", store.MaxPayloadName+1): "too long",
 	}
 	for name, why := range bad {
@@ -428,7 +428,7 @@ func testJobs(t *testing.T, s store.Store) {
 	}
 	// A job ends: PutJob replaces the whole job.
 	end := *j2
-	end.State, end.ExitCode, end.EndedAt, end.OutputBytes, end.ReadOffset = store.JobExited, 2, base.Add(time.Minute), 1 << 40, 1 << 39
+	end.State, end.ExitCode, end.EndedAt, end.OutputBytes, end.ReadOffset = store.JobExited, 2, base.Add(time.Minute), 1<<40, 1<<39
 	end.Detail = json.RawMessage(`[]`)
 	if err := js.PutJob(c, &end); err != nil {
 		t.Fatal(err)
