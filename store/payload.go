@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strings"
 	"time"
 )
 
@@ -95,4 +97,32 @@ type Jobs interface {
 	// ListJobs returns the jobs of a task ("" means every task), oldest
 	// StartedAt first.
 	ListJobs(ctx context.Context, taskID string) ([]*Job, error)
+}
+
+// MaxPayloadName is the longest payload name in bytes.
+const MaxPayloadName = 1024
+
+// CheckPayloadName returns nil when name is a valid payload name (see
+// [Payloads]: a slash-separated relative path of at most
+// [MaxPayloadName] bytes, no "." or ".." element, no empty element, no
+// NUL), else an error naming the rule it breaks. Backends call it before
+// any write or read.
+func CheckPayloadName(name string) error {
+	switch {
+	case name == "":
+		return errors.New("payload name is empty")
+	case len(name) > MaxPayloadName:
+		return fmt.Errorf("payload name is %d bytes, longer than %d", len(name), MaxPayloadName)
+	case strings.IndexByte(name, 0) >= 0:
+		return fmt.Errorf("payload name %q holds a NUL byte", name)
+	}
+	for elem := range strings.SplitSeq(name, "/") {
+		switch elem {
+		case "":
+			return fmt.Errorf("payload name %q has an empty element (leading, trailing or double slash)", name)
+		case ".", "..":
+			return fmt.Errorf("payload name %q has a %q element", name, elem)
+		}
+	}
+	return nil
 }

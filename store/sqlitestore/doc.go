@@ -62,7 +62,14 @@
 // and model projection as BLOBs, kept byte for byte; timestamps as Unix
 // nanoseconds, NULL for the zero time); table tasks keeps one row per task
 // with a recency counter that every Put advances, which orders
-// [Store.Tasks]. The schema version is PRAGMA user_version; Open applies the
+// [Store.Tasks]. Payloads ([store.Payloads]) live in the same file, not in
+// files of the data folder (one commit path, one prune transaction, one
+// consistent view for two processes): table payloads keeps each payload's
+// size and payload_chunks its bytes in chunks of at most 1 MiB, so an
+// append writes only its own bytes and small appends coalesce into chunks
+// of about 64 KiB. Jobs ([store.Jobs]) are rows of table jobs: the job as
+// a JSON document, Detail byte for byte beside it, and indexed copies of
+// task_id, state and started_at. The schema version is PRAGMA user_version; Open applies the
 // missing migration steps in order, each in its own transaction with its
 // version bump, and refuses a file whose version is newer than this build
 // knows ([ErrSchemaTooNew]).

@@ -56,11 +56,41 @@ CREATE INDEX calls_running ON calls (owner) WHERE outcome = 'running';
 ALTER TABLE calls ADD COLUMN provider_call_id TEXT NOT NULL DEFAULT '';
 CREATE INDEX calls_provider ON calls (task_id, provider_call_id) WHERE provider_call_id != '';
 `,
+	// 4: payloads beside a task's records (store.Payloads), in chunks so
+	// an append writes only its own bytes, and background jobs
+	// (store.Jobs) as a JSON document plus the columns queries use, so
+	// fields added to store.Job later need no step.
+	`
+CREATE TABLE payloads (
+  task_id TEXT NOT NULL,
+  name    TEXT NOT NULL,
+  size    INTEGER NOT NULL,       -- bytes: the sum of its chunks' lengths
+  PRIMARY KEY (task_id, name)
+) STRICT;
+CREATE TABLE payload_chunks (
+  task_id TEXT NOT NULL,
+  name    TEXT NOT NULL,
+  off     INTEGER NOT NULL,       -- byte offset of the chunk's first byte in the payload
+  n       INTEGER NOT NULL,       -- length(data)
+  data    BLOB NOT NULL,
+  PRIMARY KEY (task_id, name, off)
+) STRICT;
+CREATE TABLE jobs (
+  job_id     TEXT PRIMARY KEY NOT NULL,
+  task_id    TEXT NOT NULL,
+  state      TEXT NOT NULL,
+  started_at INTEGER,             -- Unix nanoseconds; NULL for the zero time
+  doc        BLOB NOT NULL,       -- the store.Job as JSON, without Detail
+  detail     BLOB                 -- Job.Detail byte for byte; NULL for nil
+) STRICT;
+CREATE INDEX jobs_task ON jobs (task_id, started_at);
+CREATE INDEX jobs_state ON jobs (state);
+`,
 }
 
 // SchemaVersion is the schema version (PRAGMA user_version) this build
 // writes: the number of migration steps it knows.
-const SchemaVersion = 3
+const SchemaVersion = 4
 
 // migrate brings the database to len(steps), one step per BEGIN IMMEDIATE
 // transaction together with its user_version bump, so a crash or a

@@ -632,7 +632,8 @@ func nanos(t time.Time) (any, error) {
 	return t.UnixNano(), nil
 }
 
-// PruneBefore implements [store.Pruner].
+// PruneBefore implements [store.Pruner]; a pruned task's payloads and
+// jobs go in the same transaction as its records.
 func (s *Store) PruneBefore(ctx context.Context, cutoff time.Time) ([]string, error) {
 	var tasks []string
 	err := s.write(ctx, false, func(ctx context.Context) error {
@@ -661,6 +662,9 @@ ORDER BY task_id`, cutoff.UnixNano())
 				`DELETE FROM raws WHERE tool_call_id IN (SELECT tool_call_id FROM calls WHERE task_id = ?)`,
 				`DELETE FROM calls WHERE task_id = ?`,
 				`DELETE FROM tasks WHERE task_id = ?`,
+				`DELETE FROM payload_chunks WHERE task_id = ?`,
+				`DELETE FROM payloads WHERE task_id = ?`,
+				`DELETE FROM jobs WHERE task_id = ?`,
 			} {
 				if _, err := s.conn.ExecContext(ctx, q, id); err != nil {
 					return err

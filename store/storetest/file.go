@@ -37,6 +37,88 @@ func RunFile(t *testing.T, open func(t *testing.T, path string) store.Store) {
 	t.Run("ReopenAfterKill", func(t *testing.T) { testKill(t, open, fresh(t)) })
 	t.Run("RunningOfKilledWriterInterrupted", func(t *testing.T) { testInterrupted(t, open, fresh(t)) })
 	t.Run("RunningOfLiveWriterKept", func(t *testing.T) { testLiveRunning(t, open, fresh(t)) })
+	t.Run("PayloadsAfterKill", func(t *testing.T) { testPayloadKill(t, open, fresh(t)) })
+}
+
+// testPayloadKill: a child process appends to one payload and replaces
+// another, and is killed with SIGKILL mid-writes; after a reopen the log
+// is exactly the child's first k pieces for a k at least the appends it
+// reported, and the document is one of its versions whole, no older than
+// the last one reported.
+func testPayloadKill(t *testing.T, open func(*testing.T, string) store.Store, path string) {
+	const size = 256 << 10
+	s := open(t, path)
+	if _, ok := s.(store.Payloads); !ok {
+		closeStore(t, s)
+		t.Skip("the store does not implement store.Payloads")
+	}
+	closeStore(t, s)
+	p := startChild(t, path, "killed", "k-", 0, size, false, envAppend+"=1")
+	appended, lastDoc := -1, -1
+	deadline := time.After(2 * time.Minute)
+	note := func(l string) {
+		f := strings.Fields(l)
+		switch {
+		case len(f) == 3 && f[0] == "appended":
+			appended, _ = strconv.Atoi(f[1])
+		case len(f) == 2 && f[0] == "putdoc":
+			lastDoc, _ = strconv.Atoi(f[1])
+		}
+	}
+	for appended < 60 {
+		select {
+		case l, ok := <-p.lines:
+			if !ok {
+				t.Fatalf("child ended early; stderr:\n%s", p.stderr)
+			}
+			note(l)
+		case <-deadline:
+			t.Fatalf("child appended only %d pieces in 2 minutes", appended+1)
+		}
+	}
+	if err := p.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	p.cmd.Wait()
+	for l := range p.lines {
+		note(l)
+	}
+
+	s = open(t, path)
+	defer closeStore(t, s)
+	ps := s.(store.Payloads)
+	got, n, err := ps.ReadPayload(ctx(t), "killed", childLog, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []byte
+	k := 0
+	for ; len(want) < len(got); k++ {
+		want = append(want, childPiece(k)...)
+	}
+	if !bytes.Equal(got, want) || n != int64(len(got)) {
+		t.Fatalf("after the kill the log (%d bytes, size %d) is not the child's first pieces whole", len(got), n)
+	}
+	if k < appended+1 {
+		t.Errorf("after the kill the log holds %d pieces; the child reported %d appends", k, appended+1)
+	}
+	doc, _, err := ps.ReadPayload(ctx(t), "killed", childDoc, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	version := -1
+	for i := lastDoc; i <= appended+4; i += 4 {
+		if bytes.Equal(doc, childDocument(i, size)) {
+			version = i
+		}
+	}
+	if version < 0 {
+		t.Errorf("after the kill the document (%d bytes) is no version the child put at or after its last reported one (%d): %s", len(doc), lastDoc, short(doc[max(len(doc)-40, 0):]))
+	}
+	// The store takes appends again, after the last whole piece.
+	if n2, err := ps.AppendPayload(ctx(t), "killed", childLog, []byte("after")); err != nil || n2 != n+5 {
+		t.Errorf("AppendPayload after the kill = %d, %v; want %d", n2, err, n+5)
+	}
 }
 
 // testLiveRunning: a record running in an instance that is still open is
@@ -152,6 +234,7 @@ const (
 	envSize    = "STORETEST_SIZE"    // largest Output, bytes
 	envCompact = "STORETEST_COMPACT" // "1": ReplaceModel after every Put
 	envRunning = "STORETEST_RUNNING" // "1": first Put one record still running ("running <id>")
+	envAppend  = "STORETEST_APPEND"  // "1": append payload pieces instead of records ("appended <i> <size>", "putdoc <i>")
 )
 
 // IsChild reports whether this process is a storetest child, started by
@@ -206,7 +289,30 @@ func child(open func(path string) (store.Store, error)) error {
 			return err
 		}
 	}
-	for i := 0; count == 0 || i < count; i++ {
+	if os.Getenv(envAppend) == "1" {
+		p, ok := s.(store.Payloads)
+		if !ok {
+			return errors.New("the store does not implement store.Payloads")
+		}
+		for i := 0; count == 0 || i < count; i++ {
+			n, err := p.AppendPayload(c, task, childLog, childPiece(i))
+			if err != nil {
+				return err
+			}
+			if err := say("appended %d %d", i, n); err != nil {
+				return err
+			}
+			if i%4 == 0 {
+				if err := p.PutPayload(c, task, childDoc, childDocument(i, size)); err != nil {
+					return err
+				}
+				if err := say("putdoc %d", i); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	for i := 0; os.Getenv(envAppend) != "1" && (count == 0 || i < count); i++ {
 		r := childRecord(task, prefix, i, size)
 		if err := s.Put(c, r); err != nil {
 			return err
@@ -250,6 +356,23 @@ func childRecord(task, prefix string, i, size int) *store.Record {
 		StartedAt:  base.Add(time.Duration(i) * time.Second),
 		EndedAt:    base.Add(time.Duration(i)*time.Second + 250*time.Millisecond),
 	}
+}
+
+// The payloads of an appending child: a log it appends childPiece(i) to,
+// and a document it replaces with childDocument(i, size) every 4th piece.
+const (
+	childLog = "jobs/child.log"
+	childDoc = "compacted_outputs/child/doc.json"
+)
+
+func childPiece(i int) []byte {
+	return fmt.Appendf(nil, "piece %d %s\n", i, strings.Repeat("p", (i*7919)%(3<<10)))
+}
+
+func childDocument(i, size int) []byte {
+	doc := large(size)
+	copy(doc[len(doc)-16:], fmt.Sprintf("%012d\"}]}", i))
+	return doc
 }
 
 // childRunning is the record a child leaves running.

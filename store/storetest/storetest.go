@@ -32,6 +32,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("LargePayload", func(t *testing.T) { testLarge(t, open(t)) })
 	t.Run("PruneBefore", func(t *testing.T) { testPrune(t, open(t)) })
 	t.Run("ProviderIDsRepeat", func(t *testing.T) { testProviderIDs(t, open(t)) })
+	runPayloadsAndJobs(t, open)
 }
 
 // testPrune runs when the store implements store.Pruner: whole tasks older
