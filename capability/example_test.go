@@ -45,6 +45,9 @@ func ExampleResolve() {
 	fmt.Println(res.IsError, res.Evidence["sha256"] != nil)
 	// Output:
 	// [ls read_file write_file edit_file glob grep execute]
+	// excluded: job_output: needs the "jobs" service, which this host does not inject
+	// excluded: job_kill: needs the "jobs" service, which this host does not inject
+	// excluded: jobs: needs the "jobs" service, which this host does not inject
 	// excluded: ask_user_question: needs the "user_input" service, which this host does not inject
 	// false true
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aibuddy/aibuddy/jobs"
 	"github.com/aibuddy/aibuddy/sandbox"
 	"github.com/aibuddy/aibuddy/tool"
 )
@@ -71,6 +72,9 @@ type ExecuteOptions struct {
 	// kept. nil means the defaults: OutputDir itself, 10 GiB, its own
 	// files evictable. Only used with OutputDir.
 	Quota *DataQuota
+	// Jobs runs the commands of calls with "background": true (package
+	// jobs; coretools/jobs.go); nil: execute offers no background field.
+	Jobs *jobs.Runner
 }
 
 // Defaults of ExecuteOptions (config.DefaultExecMaxTimeout repeats
@@ -162,6 +166,8 @@ type executeInput struct {
 	Command   string `json:"command"`
 	TimeoutMS *int64 `json:"timeout_ms,omitempty"`
 	Workdir   string `json:"workdir,omitempty"`
+	// Background starts the command as a background job (Jobs).
+	Background bool `json:"background,omitempty"`
 }
 
 const executeSchema = `{
@@ -213,7 +219,7 @@ func Execute(sb sandbox.Sandbox, opts *ExecuteOptions) *tool.Tool {
 	return tool.MustDefine(tool.Spec{
 		Name:        "execute",
 		Description: e.description(),
-		InputSchema: []byte(fmt.Sprintf(executeSchema, e.opts.DefaultTimeout.Milliseconds(), e.opts.MaxTimeout.Milliseconds())),
+		InputSchema: e.jobSchema(fmt.Sprintf(executeSchema, e.opts.DefaultTimeout.Milliseconds(), e.opts.MaxTimeout.Milliseconds())),
 		Annotations: &tool.Annotations{Title: "Run a shell command", DestructiveHint: &t, OpenWorldHint: &t},
 		Handler:     e.call,
 		Verify:      verifyExecute,
@@ -236,9 +242,9 @@ func (e *executor) description() string {
 	}
 	return fmt.Sprintf(`Run a shell command (sh -c) in the workspace and return its exit code, duration and output.
 Each call is a fresh, non-interactive shell: no terminal, empty stdin, pagers and editors disabled; cd does not persist. The timeout is %s by default (timeout_ms, at most %s); at the timeout the whole process tree is killed and the partial output returned. Background processes are stopped when the command ends.
-Output (stdout and stderr interleaved) is capped at %s characters: %s are kept with a marker naming the omitted characters and lines. Colour codes and progress frames are removed. For the full detail, narrow the command or write output to a file and read slices of it.%s`,
+Output (stdout and stderr interleaved) is capped at %s characters: %s are kept with a marker naming the omitted characters and lines. Colour codes and progress frames are removed. For the full detail, narrow the command or write output to a file and read slices of it.%s%s`,
 		exDuration(o.DefaultTimeout), exDuration(o.MaxTimeout), exCount(int64(o.MaxOutputChars)),
-		exKept(o.MaxOutputChars), conf)
+		exKept(o.MaxOutputChars), e.jobDescription(), conf)
 }
 
 // execOutcome is what the sandbox's Exec returned.
@@ -255,6 +261,9 @@ func (e *executor) call(ctx context.Context, call *tool.Call) (*tool.Result, err
 	if !e.sb.Supports(sandbox.OpExec) {
 		return nil, tool.Errorf(tool.Execution, "this sandbox (%s) does not run commands: %w", e.sb.Kind(), sandbox.ErrUnsupported).
 			WithHint("use the filesystem tools, or run on a sandbox that supports execute")
+	}
+	if in.Background {
+		return e.background(ctx, call, in)
 	}
 	var notes []string
 	timeout := e.opts.DefaultTimeout

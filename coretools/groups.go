@@ -13,8 +13,9 @@ const (
 )
 
 // Groups returns the built-in tool groups: filesystem (ls, read_file,
-// write_file, edit_file, glob, grep: six names mapped back to one group) and
-// execute. Options are copied into each run's tools; nil means defaults.
+// write_file, edit_file, glob, grep: six names mapped back to one group),
+// execute, and jobs (job_output, job_kill, jobs; with the run's
+// *jobs.Runner service, which also gives execute its background field). Options are copied into each run's tools; nil means defaults.
 func Groups(fs *FSOptions, ex *ExecuteOptions) []registry.Group {
 	return []registry.Group{
 		{
@@ -32,10 +33,11 @@ func Groups(fs *FSOptions, ex *ExecuteOptions) []registry.Group {
 			Names:    []string{"execute"},
 			Requires: registry.Requirements{SandboxOps: []sandbox.Op{sandbox.OpExec}},
 			Build: func(env registry.Env) ([]*tool.Tool, error) {
-				return []*tool.Tool{Execute(env.Sandbox, ex)}, nil
+				return []*tool.Tool{Execute(env.Sandbox, withJobs(ex, env))}, nil
 			},
 			Instructions: ExecuteInstructions(ex),
 		},
+		JobsGroup(maxOutputChars(ex)),
 	}
 }
 
@@ -46,4 +48,5 @@ var Metas = []registry.Meta{
 		Description: "List, read, write, edit and search files inside the workspace, bounded at the source."},
 	{Key: ExecuteKey, DisplayName: "Shell", Category: "execution",
 		Description: "Run shell commands in the workspace with a timeout, live output and a bounded result."},
+	JobsMeta,
 }

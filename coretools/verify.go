@@ -172,6 +172,9 @@ var exitHeader = regexp.MustCompile(`(?m)^exit code: (-?[0-9]+|unknown)`)
 // N"), and no evidence of a timeout or cancellation (those are error
 // results). A non-zero exit code is a normal result.
 func verifyExecute(_ *tool.Call, res *tool.Result) tool.Verdict {
+	if bg, _ := res.Evidence["background"].(bool); bg {
+		return verifyBackground(res) // a background start: no exit code yet (jobs.go)
+	}
 	v := tool.Verdict{Checked: "execute: the exit code in the evidence matches the result's header, and the command neither timed out nor was cancelled"}
 	if b, _ := res.Evidence[tool.EvidenceTimedOut].(bool); b {
 		v.Problem = "execute reported success but its evidence says it timed out"
