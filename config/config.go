@@ -65,6 +65,8 @@ type Config struct {
 	Agent Agent `json:"agent"`
 	// Records configures the durable call records (records.db in DataDir).
 	Records Records `json:"records"`
+	// Jobs configures background jobs (config/jobs.go).
+	Jobs Jobs `json:"jobs"`
 	// MCPServers is kept verbatim in the Claude Desktop format
 	// ({"name": {"command": ..., "args": [...], "env": {...}} or
 	// {"url": ..., "type": "http"|"sse", "headers": {...}}}).
@@ -736,6 +738,9 @@ func (c *Config) validate() error {
 	if len(bad) > 0 {
 		sort.Strings(bad)
 		return fmt.Errorf("negative values for %s (omit a key or use 0 for its default)", strings.Join(bad, ", "))
+	}
+	if err := c.Jobs.check(); err != nil {
+		return err
 	}
 	maxT, which := l.ExecMaxTimeout.D(), "limits.execMaxTimeout (%s)"
 	if maxT == 0 {

@@ -182,6 +182,7 @@ type job struct {
 	changed chan struct{} // closed and replaced on new output and at the end
 	kick    chan struct{} // wakes the flusher early (capacity 1)
 	reason  string        // why aibuddy stopped it, once asked
+	copied  int64         // bytes of the log copied to the store
 	// putOutput and putStored are the counters of the last stored record.
 	putOutput, putStored int64
 
@@ -374,6 +375,7 @@ func (j *job) Write(p []byte) (int, error) {
 		if room > 0 {
 			n, err := j.file.WriteAt(p[:room], j.written)
 			j.written += int64(n)
+			j.info.StoredBytes = j.written
 			if int64(n) < room {
 				j.r.stored.Add(int64(n) - room) // give back what was not written
 			}
@@ -381,7 +383,7 @@ func (j *job) Write(p []byte) (int, error) {
 				j.info.LogError = "writing the log failed: " + err.Error()
 			}
 		}
-		if j.written-j.info.StoredBytes >= int64(j.r.opts.FlushBytes) {
+		if j.written-j.copied >= int64(j.r.opts.FlushBytes) {
 			select {
 			case j.kick <- struct{}{}:
 			default:
@@ -437,7 +439,7 @@ func (j *job) flush(ctx context.Context) {
 	j.flushMu.Lock()
 	defer j.flushMu.Unlock()
 	j.mu.Lock()
-	f, from, to := j.file, j.info.StoredBytes, j.written
+	f, from, to := j.file, j.copied, j.written
 	j.mu.Unlock()
 	buf := make([]byte, min(int64(j.r.opts.FlushBytes), max(to-from, 1)))
 	for f != nil && from < to {
@@ -449,7 +451,7 @@ func (j *job) flush(ctx context.Context) {
 			}
 			from += int64(n)
 			j.mu.Lock()
-			j.info.StoredBytes = from
+			j.copied = from
 			j.mu.Unlock()
 		}
 		if err != nil && err != io.EOF || n == 0 {

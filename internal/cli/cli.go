@@ -24,6 +24,7 @@ import (
 	"github.com/aibuddy/aibuddy/config"
 	"github.com/aibuddy/aibuddy/coretools"
 	"github.com/aibuddy/aibuddy/discovery"
+	"github.com/aibuddy/aibuddy/jobs"
 	"github.com/aibuddy/aibuddy/mcpclient"
 	"github.com/aibuddy/aibuddy/pipeline"
 	"github.com/aibuddy/aibuddy/registry"
@@ -216,9 +217,11 @@ type run struct {
 	// policy is the run's approval policy (nil when approval.off): the
 	// permission engine over the sandbox's workspace.
 	policy *approval.Policy
+	jobs   *jobs.Runner // background jobs (jobs.go); nil when off
 }
 
 func (r *run) close() {
+	r.closeJobs()
 	if r.compactor != nil {
 		r.compactor.Wait() // let started compactions finish: records stay whole either way
 		_ = r.compactor.Close()
@@ -369,6 +372,7 @@ func (c *common) resolve(ctx context.Context, o *Options) (*run, error) {
 	r.discovery = &discovery.Options{Gates: discovery.Gates{PerServer: d.PerServer, Total: d.Total},
 		DefaultResults: d.SearchResults, MaxResults: d.SearchMax}
 	services := map[string]any{compact.ServiceRecords: st}
+	r.addJobs(ctx, services)
 	for k, v := range o.Services {
 		services[k] = v
 	}

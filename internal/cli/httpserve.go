@@ -219,6 +219,7 @@ func (g *gateways) drop(gw *mcpserver.Gateway) {
 	}
 	onDrop := g.onDrop
 	g.mu.Unlock()
+	g.endTask(gw) // the session's background jobs end with it (jobs.go)
 	if onDrop != nil {
 		onDrop(gw)
 	}

@@ -103,7 +103,9 @@ makes (256 random bits) and keeps in the data folder's http-token file (mode
 				if isTerminal(cmd.InOrStdin()) {
 					waitingNotice(cmd.ErrOrStderr(), r.workspace)
 				}
-				srv := gw.add().Server()
+				first := gw.add()
+				defer gw.endTask(first) // the session's background jobs end with it
+				srv := first.Server()
 				tr := guardedStdio(cmd.InOrStdin(), cmd.OutOrStdout(), stdioOptions{MaxFrame: int(r.cfg.MCP.MaxFrameBytes),
 					Grace: r.cfg.MCP.DrainGrace.D(), Logger: r.logger})
 				if err := serveStdio(ctx, abandon, srv, tr); err != nil {
@@ -205,6 +207,7 @@ type gateways struct {
 	onDrop   func(gw *mcpserver.Gateway) // when set, told of each gateway dropped (tests)
 	runMu    sync.Mutex
 	running  map[*tool.Call]bool // calls in flight, for the warning of waitInflight; guarded by runMu
+	tasks    sync.Map            // *mcpserver.Gateway → its task id, for the end of its jobs (jobs.go)
 }
 
 // add resolves a fresh run (fresh per-run tool state) and serves it.
@@ -237,6 +240,7 @@ func (g *gateways) add() *mcpserver.Gateway {
 		}
 	}
 	gw := mcpserver.NewGateway(g.r.set, &opts)
+	g.noteTask(gw, opts.TaskID)
 	g.all = append(g.all, gw)
 	return gw
 }
