@@ -17,6 +17,7 @@ func sweepMarked(marker string, pgid int) int {
 	want := append([]byte(marker), 0)
 	self := os.Getpid()
 	killed := 0
+	seen := map[int]bool{} // a process still dying in the second pass is not counted twice
 	for pass := 0; pass < 2; pass++ {
 		ents, err := os.ReadDir("/proc")
 		if err != nil {
@@ -25,7 +26,7 @@ func sweepMarked(marker string, pgid int) int {
 		n := 0
 		for _, e := range ents {
 			pid, err := strconv.Atoi(e.Name())
-			if err != nil || pid == self || pid <= 1 {
+			if err != nil || pid == self || pid <= 1 || seen[pid] {
 				continue
 			}
 			env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
@@ -34,6 +35,7 @@ func sweepMarked(marker string, pgid int) int {
 			}
 			if (bytes.HasPrefix(env, want) || bytes.Contains(env, append([]byte{0}, want...))) && procGroup(pid) != pgid {
 				if syscall.Kill(pid, syscall.SIGKILL) == nil {
+					seen[pid] = true
 					n++
 				}
 			}
