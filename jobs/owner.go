@@ -7,6 +7,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/aibuddy/aibuddy/store"
 )
 
 // newID returns "j" and 8 random hex digits.
@@ -58,4 +60,17 @@ func ownerPID(owner string) int {
 	}
 	pid, _ := strconv.Atoi(parts[2])
 	return pid
+}
+
+// StateOf is the state of a stored job as a reader sees it now: a job
+// stored as running whose owner process is gone (on this machine) is
+// lost; nothing is written. For listings outside a Runner (aibuddy calls
+// jobs).
+func StateOf(j *store.Job) store.JobState {
+	if j.State == store.JobRunning {
+		if alive, known := ownerState(j.Owner); known && !alive {
+			return store.JobLost
+		}
+	}
+	return j.State
 }

@@ -176,10 +176,21 @@ func TestBackgroundJobsOverMCP(t *testing.T) {
 
 			// The session's end ends its jobs.
 			last := startJob(t, ctx, b, "sleep 100000 & sleep 100000 & wait")
+			// aibuddy calls jobs (another process) lists it running with its pid.
+			if rows := callsJobs(t, g, false); len(rows) != 1 || rows[0]["jobId"] != last || rows[0]["state"] != "running" || rows[0]["pid"].(float64) <= 0 {
+				t.Errorf("aibuddy calls jobs while the last job runs: %v", rows)
+			}
 			if err := b.Close(); err != nil {
 				t.Logf("closing the session: %v", err)
 			}
 			waitNoProcess(t, ctx, last, "after the session ended")
+			states := map[string]any{}
+			for _, r := range callsJobs(t, g, true) {
+				states[r["jobId"].(string)] = r["state"]
+			}
+			if states[id] != "killed" || states[lost] != "lost" || states[last] != "killed" {
+				t.Errorf("aibuddy calls jobs --all: %v", states)
+			}
 			st, err := sqlitestore.Open(filepath.Join(g.data, "records.db"), nil)
 			if err != nil {
 				t.Fatal(err)
@@ -195,4 +206,22 @@ func TestBackgroundJobsOverMCP(t *testing.T) {
 			}
 		})
 	}
+}
+
+// callsJobs runs `aibuddy calls jobs --json` over the rig's data folder.
+func callsJobs(t *testing.T, g *jobsRig, all bool) []map[string]any {
+	t.Helper()
+	args := []string{"calls", "jobs", "--json", "--data-dir", g.data}
+	if all {
+		args = append(args, "--all")
+	}
+	out, err := exec.Command(bin, args...).Output()
+	if err != nil {
+		t.Fatalf("aibuddy calls jobs: %v", err)
+	}
+	var rows []map[string]any
+	if err := json.Unmarshal(out, &rows); err != nil {
+		t.Fatalf("aibuddy calls jobs: %v: %s", err, out)
+	}
+	return rows
 }

@@ -167,7 +167,7 @@ stage and outcome, and a recovery pointer once a large result was compacted.`,
 	show.Flags().StringVar(&projection, "projection", "client", "client, model or record")
 	show.Flags().BoolVar(&showJSON, "json", false, "print JSON (record is always JSON)")
 	c.register(show)
-	cmd.AddCommand(list, show)
+	cmd.AddCommand(list, show, newCallsJobs())
 	return cmd
 }
 

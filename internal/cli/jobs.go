@@ -2,13 +2,19 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"slices"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/aibuddy/aibuddy/config"
 	"github.com/aibuddy/aibuddy/coretools"
 	"github.com/aibuddy/aibuddy/jobs"
 	"github.com/aibuddy/aibuddy/mcpserver"
+	"github.com/aibuddy/aibuddy/store"
 )
 
 // JobOptions maps the settings' jobs block (and limits.execEnv) onto the
@@ -70,4 +76,65 @@ func (g *gateways) endTask(gw *mcpserver.Gateway) {
 	if ok && g.r.jobs != nil {
 		g.r.jobs.EndTask(task.(string))
 	}
+}
+
+// newCallsJobs is `aibuddy calls jobs`: the background jobs in the
+// records, with state (a running job whose aibuddy is gone shows as lost),
+// pid, age, output, task, owner and command (BH-090).
+func newCallsJobs() *cobra.Command {
+	var c common
+	var asJSON, all bool
+	cmd := &cobra.Command{
+		Use:   "jobs",
+		Short: "List the background jobs in the records (running ones by default; --all for every one)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			st, err := c.openStore()
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			js, ok := st.(jobs.Store)
+			if !ok {
+				return &exitError{code: ExitFailure, err: fmt.Errorf("these call records do not keep background jobs")}
+			}
+			recs, err := js.ListJobs(cmd.Context(), "")
+			if err != nil {
+				return &exitError{code: ExitFailure, err: err}
+			}
+			type row struct {
+				JobID   string         `json:"jobId"`
+				State   store.JobState `json:"state"`
+				PID     int            `json:"pid"`
+				Started time.Time      `json:"startedAt"`
+				Bytes   int64          `json:"outputBytes"`
+				Task    string         `json:"taskId"`
+				Owner   string         `json:"owner"`
+				Command string         `json:"command"`
+			}
+			rows := []row{}
+			for _, j := range recs {
+				s := jobs.StateOf(j)
+				if !all && s != store.JobRunning {
+					continue
+				}
+				rows = append(rows, row{j.JobID, s, j.PID, j.StartedAt, j.OutputBytes, j.TaskID, j.Owner, j.Command})
+			}
+			w := cmd.OutOrStdout()
+			if asJSON {
+				return writeJSON(w, rows)
+			}
+			tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "JOB\tSTATE\tPID\tAGE\tOUTPUT BYTES\tTASK\tOWNER\tCOMMAND")
+			for _, r := range rows {
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%s\t%s\t%s\n", r.JobID, r.State, r.PID, time.Since(r.Started).Round(time.Second),
+					r.Bytes, r.Task, r.Owner, firstLine(r.Command, 60))
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().BoolVar(&all, "all", false, "list ended and lost jobs too")
+	c.register(cmd)
+	return cmd
 }
