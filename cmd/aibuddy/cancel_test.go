@@ -196,6 +196,9 @@ func TestMCPCancelledProxiedCallIsForwarded(t *testing.T) {
 			"args": []string{"mcp", "--workspace", innerWS, "--data-dir", t.TempDir()}}},
 		"mcp":      map[string]any{"initTimeout": "60s", "startupWait": "60s"},
 		"approval": map[string]any{"off": true},
+		// The inner aibuddy serves 12 tools (with the jobs group), over
+		// the default per-server gate of 10: listed directly here.
+		"discovery": map[string]any{"perServer": 20},
 	}
 	b, _ := json.Marshal(doc)
 	cfg := filepath.Join(t.TempDir(), "aibuddy.json")

@@ -176,7 +176,7 @@ func TestMCPServerEndToEnd(t *testing.T) {
 		}
 	}
 	sort.Strings(names)
-	if got, want := strings.Join(names, ","), "ask_user_question,edit_file,execute,glob,grep,ls,read_file,view_tool_call,write_file"; got != want {
+	if got, want := strings.Join(names, ","), "ask_user_question,edit_file,execute,glob,grep,job_kill,job_output,jobs,ls,read_file,view_tool_call,write_file"; got != want {
 		t.Fatalf("tools/list = %s, want %s", got, want)
 	}
 

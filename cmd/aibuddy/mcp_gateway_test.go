@@ -113,10 +113,11 @@ func TestCountGatesWithReferenceServers(t *testing.T) {
 		servers []string
 		want    map[string]int
 	}{
-		{[]string{"memory"}, map[string]int{"core/direct": 8, "memory/direct": 9}},
+		// core: the six file tools, execute, job_output, job_kill, jobs, view_tool_call.
+		{[]string{"memory"}, map[string]int{"core/direct": 11, "memory/direct": 9}},
 		// With tools deferred, tool_search and call_tool are listed too: core, direct.
-		{[]string{"memory", "everything"}, map[string]int{"core/direct": 10, "memory/direct": 9, "everything/deferred": 13}},
-		{[]string{"memory", "everything", "filesystem"}, map[string]int{"core/direct": 10, "memory/deferred": 9,
+		{[]string{"memory", "everything"}, map[string]int{"core/direct": 13, "memory/direct": 9, "everything/deferred": 13}},
+		{[]string{"memory", "everything", "filesystem"}, map[string]int{"core/direct": 13, "memory/deferred": 9,
 			"everything/deferred": 13, "filesystem/deferred": 14}},
 	}
 	for _, c := range cases {
