@@ -230,7 +230,9 @@ func (jt *jobTools) output(ctx context.Context, call *tool.Call) (*tool.Result, 
 	}
 	b.WriteString("\n")
 	if o.To == o.From {
-		if o.Running() {
+		if o.Running() && o.Dropped() > 0 {
+			b.WriteString("nothing new is kept: the job is past its output limit (jobs.maxOutputBytes / jobs.maxTotalBytes); what it prints is counted, no longer kept (job_kill stops it)\n")
+		} else if o.Running() {
 			b.WriteString("nothing new yet (wait_ms waits for news)\n")
 		} else {
 			b.WriteString("nothing new: the job has ended and everything kept was read (offset 0 reads it again)\n")

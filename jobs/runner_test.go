@@ -81,10 +81,16 @@ func (g *rig) start(task, command string) *jobs.Info {
 // cond holds of everything read so far, or the deadline.
 func readUntil(t *testing.T, r *jobs.Runner, id string, cond func(all string, o *jobs.Output) bool) (string, *jobs.Output) {
 	t.Helper()
+	return readUntilWait(t, r, id, 5*time.Second, cond)
+}
+
+// readUntilWait is readUntil with each read's wait for news.
+func readUntilWait(t *testing.T, r *jobs.Runner, id string, wait time.Duration, cond func(all string, o *jobs.Output) bool) (string, *jobs.Output) {
+	t.Helper()
 	var all bytes.Buffer
 	end := time.Now().Add(deadline)
 	for {
-		o, err := r.Read(context.Background(), jobs.ReadRequest{JobID: id, Wait: 5 * time.Second}, func(b []byte) { all.Write(b) })
+		o, err := r.Read(context.Background(), jobs.ReadRequest{JobID: id, Wait: wait}, func(b []byte) { all.Write(b) })
 		if err != nil {
 			t.Fatalf("read %s: %v", id, err)
 		}
@@ -205,7 +211,9 @@ func TestOutputCap(t *testing.T) {
 	g := newRig(t, "off", &jobs.Options{MaxOutputBytes: limit})
 	info := g.start("t", "yes incoming-line")
 	var first int64
-	_, o := readUntil(t, g.r, info.ID, func(_ string, o *jobs.Output) bool {
+	// Past the cap nothing new is kept, so a read waits its whole wait:
+	// short waits here.
+	_, o := readUntilWait(t, g.r, info.ID, 50*time.Millisecond, func(_ string, o *jobs.Output) bool {
 		if first == 0 && o.OutputBytes > limit {
 			first = o.OutputBytes
 		}
