@@ -32,7 +32,7 @@ func Groups(fs *FSOptions, ex *ExecuteOptions) []registry.Group {
 			Names:    []string{"execute"},
 			Requires: registry.Requirements{SandboxOps: []sandbox.Op{sandbox.OpExec}},
 			Build: func(env registry.Env) ([]*tool.Tool, error) {
-				return []*tool.Tool{Execute(env.Sandbox, ex)}, nil
+				return []*tool.Tool{Execute(env.Sandbox, withPayloads(ex, env))}, nil
 			},
 			Instructions: ExecuteInstructions(ex),
 		},

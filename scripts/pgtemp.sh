@@ -2,7 +2,7 @@
 # store/pgstore and the replica tests, and exports its URL as
 # AIBUDDY_TEST_PG_URL (and AIBUDDY_REQUIRE_PG=1, so those tests fail rather
 # than skip when it is missing). The server lives in a temporary folder:
-# data, log and unix socket; it listens on the socket and on 127.0.0.1 at
+# data, log and unix socket (in sock/); it listens on the socket and on 127.0.0.1 at
 # a free port; a trap stops it and removes the folder when the calling
 # shell exits. initdb refuses to run as root: as root the server runs as
 # the unprivileged user nobody. Needs PostgreSQL's server binaries
@@ -28,9 +28,14 @@ pgtemp_start() {
     bin=$(pgtemp_bin) || { echo "pgtemp: no PostgreSQL server binaries after installing postgresql" >&2; return 1; }
   fi
   PGTEMP_DIR=$(mktemp -d "${TMPDIR:-/tmp}/aibuddy-pg.XXXXXX")
+  # The socket sits in a subfolder: the local sandbox masks the host's
+  # unix sockets down to /tmp/*/*, and one there it cannot reach would
+  # stop every confined command of the tests.
+  mkdir -m 0755 "$PGTEMP_DIR/sock"
+  chmod 0755 "$PGTEMP_DIR"
   local run=()
   if [[ $(id -u) == 0 ]]; then
-    chown nobody "$PGTEMP_DIR"
+    chown nobody "$PGTEMP_DIR" "$PGTEMP_DIR/sock"
     run=(runuser -u nobody --)
   fi
   local port
@@ -39,13 +44,13 @@ pgtemp_start() {
     { cat "$PGTEMP_DIR/initdb.log" >&2; return 1; }
   # fsync off: a throwaway server; the tests kill clients, never the server.
   "${run[@]}" "$bin/pg_ctl" -D "$PGTEMP_DIR/data" -l "$PGTEMP_DIR/server.log" -w -t 60 \
-    -o "-k $PGTEMP_DIR -p $port -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=300" start >/dev/null ||
+    -o "-k $PGTEMP_DIR/sock -p $port -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=300" start >/dev/null ||
     { cat "$PGTEMP_DIR/server.log" >&2; return 1; }
   PGTEMP_STOP=("${run[@]}" "$bin/pg_ctl" -D "$PGTEMP_DIR/data" -m immediate -w stop)
   trap pgtemp_stop EXIT
-  export AIBUDDY_TEST_PG_URL="postgres://aibuddy@/postgres?host=$PGTEMP_DIR&port=$port&sslmode=disable"
+  export AIBUDDY_TEST_PG_URL="postgres://aibuddy@/postgres?host=$PGTEMP_DIR/sock&port=$port&sslmode=disable"
   export AIBUDDY_REQUIRE_PG=1
-  printf '==> throwaway PostgreSQL on port %s (socket in %s)\n' "$port" "$PGTEMP_DIR" >&2
+  printf '==> throwaway PostgreSQL on port %s (socket in %s)\n' "$port" "$PGTEMP_DIR/sock" >&2
 }
 
 pgtemp_stop() {
