@@ -113,8 +113,8 @@ func (s *Store) releaseOwnership() error {
 	return err
 }
 
-// Owner returns this store's owner id, as written into the records it
-// puts.
+// Owner implements [store.Owners]: this store's owner id, as written into
+// the records it puts.
 func (s *Store) Owner() string { return s.owner }
 
 // MarkInterrupted marks every record still running whose owner holds no
@@ -154,4 +154,23 @@ func (s *Store) sweeper(interval time.Duration) {
 		}
 		cancel()
 	}
+}
+
+var _ store.Owners = (*Store)(nil)
+
+// OwnerAlive implements [store.Owners]: whether the owner's advisory lock
+// is held in this database (pg_locks).
+func (s *Store) OwnerAlive(ctx context.Context, owner string) (bool, error) {
+	if owner == s.owner {
+		return true, nil
+	}
+	var alive bool
+	err := s.pool.QueryRow(ctx, `
+SELECT EXISTS (SELECT 1 FROM pg_locks l
+  WHERE l.locktype = 'advisory' AND l.classid = $1::oid AND l.objsubid = 2 AND l.granted AND l.objid::text = $2
+    AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()))`, int64(ownerClass), owner).Scan(&alive)
+	if err != nil {
+		return false, s.fail("owner alive "+owner, err)
+	}
+	return alive, nil
 }
