@@ -2,6 +2,7 @@ package pgtest_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -41,6 +42,10 @@ func TestSchemaDroppedAtEnd(t *testing.T) {
 	}
 }
 
+// A test and the child processes it starts name one schema by a key they
+// share, such as a file path.
 func ExampleSchemaFor() {
-	_ = pgtest.SchemaFor("a test's key")
+	name := pgtest.SchemaFor("/tmp/TestX/001/data/store.db")
+	fmt.Println(len(name), name[:2])
+	// Output: 26 t_
 }
