@@ -203,44 +203,26 @@ func (s *Store) Put(ctx context.Context, r *store.Record) error {
 		times[i] = n
 	}
 	var seq int64
-	err := s.inTx(ctx, r.Outcome == store.OutcomeRunning, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `
+	var oldTask *string
+	err := s.pipelined(ctx, r.Outcome == store.OutcomeRunning, func(b *pgx.Batch) {
+		b.Queue(`
 INSERT INTO tasks (task_id, touched) VALUES ($1, nextval('aibuddy_touch'))
-ON CONFLICT (task_id) DO UPDATE SET touched = excluded.touched`, r.TaskID); err != nil {
+ON CONFLICT (task_id) DO UPDATE SET touched = excluded.touched`, r.TaskID)
+		// A statement of its own after the task's row lock: its snapshot
+		// sees every Put into the task committed before, so the Seq it
+		// computes (the record's own when it stays in its task, else the
+		// task's next) is unique and gapless.
+		b.Queue(putCall, r.ToolCallID, r.TaskID, r.Seq, r.Tool, r.ProviderCallID, blob(r.Input), blob(r.Output), blob(r.Model),
+			r.Stage, string(r.Outcome), times[0], times[1], string(r.Compaction), r.Pointer, s.owner, times[2])
+	}, func(br pgx.BatchResults) error {
+		if _, err := br.Exec(); err != nil {
 			return err
 		}
-		var oldTask string
-		var oldSeq int64
-		err := tx.QueryRow(ctx, `SELECT task_id, seq FROM calls WHERE tool_call_id = $1 FOR UPDATE`, r.ToolCallID).Scan(&oldTask, &oldSeq)
-		exists := err == nil
-		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-			return err
-		}
-		seq = r.Seq
-		if seq == 0 {
-			if exists && oldTask == r.TaskID {
-				seq = oldSeq
-			} else if err := tx.QueryRow(ctx, `SELECT coalesce(max(seq), 0) + 1 FROM calls WHERE task_id = $1`, r.TaskID).Scan(&seq); err != nil {
-				return err
-			}
-		}
-		if _, err := tx.Exec(ctx, `
-INSERT INTO calls (tool_call_id, task_id, seq, tool, provider_call_id, input, output, model, stage, outcome,
-                   started_at, ended_at, compaction, pointer, owner, interrupted_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
-ON CONFLICT (tool_call_id) DO UPDATE SET
-  task_id = excluded.task_id, seq = excluded.seq, tool = excluded.tool, provider_call_id = excluded.provider_call_id,
-  input = excluded.input, output = excluded.output, model = excluded.model, stage = excluded.stage,
-  outcome = excluded.outcome, started_at = excluded.started_at, ended_at = excluded.ended_at,
-  compaction = excluded.compaction, pointer = excluded.pointer, owner = excluded.owner,
-  interrupted_at = excluded.interrupted_at`,
-			r.ToolCallID, r.TaskID, seq, r.Tool, r.ProviderCallID, blob(r.Input), blob(r.Output), blob(r.Model),
-			r.Stage, string(r.Outcome), times[0], times[1], string(r.Compaction), r.Pointer, s.owner, times[2]); err != nil {
-			return err
-		}
-		if exists && oldTask != r.TaskID {
+		return br.QueryRow().Scan(&seq, &oldTask)
+	}, func(ctx context.Context, conn *pgxpool.Conn) error {
+		if oldTask != nil && *oldTask != r.TaskID {
 			// The record moved: forget the old task if it is now empty.
-			_, err := tx.Exec(ctx, `DELETE FROM tasks WHERE task_id = $1 AND NOT EXISTS (SELECT 1 FROM calls WHERE task_id = $1)`, oldTask)
+			_, err := conn.Exec(ctx, `DELETE FROM tasks WHERE task_id = $1 AND NOT EXISTS (SELECT 1 FROM calls WHERE task_id = $1)`, *oldTask)
 			return err
 		}
 		return nil
@@ -250,6 +232,87 @@ ON CONFLICT (tool_call_id) DO UPDATE SET
 	}
 	r.Seq = seq
 	return nil
+}
+
+// putCall upserts a record and returns its Seq and the task it was in
+// before (NULL for a new record). Seq: $3 when positive, else the
+// record's own when it stays in its task, else the task's next.
+const putCall = `
+WITH old AS (SELECT task_id, seq FROM calls WHERE tool_call_id = $1)
+INSERT INTO calls (tool_call_id, task_id, seq, tool, provider_call_id, input, output, model, stage, outcome,
+                   started_at, ended_at, compaction, pointer, owner, interrupted_at)
+VALUES ($1, $2,
+  CASE WHEN $3::bigint > 0 THEN $3::bigint
+       ELSE coalesce((SELECT seq FROM old WHERE task_id = $2),
+                     (SELECT coalesce(max(seq), 0) + 1 FROM calls WHERE task_id = $2)) END,
+  $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
+ON CONFLICT (tool_call_id) DO UPDATE SET
+  task_id = excluded.task_id, seq = excluded.seq, tool = excluded.tool, provider_call_id = excluded.provider_call_id,
+  input = excluded.input, output = excluded.output, model = excluded.model, stage = excluded.stage,
+  outcome = excluded.outcome, started_at = excluded.started_at, ended_at = excluded.ended_at,
+  compaction = excluded.compaction, pointer = excluded.pointer, owner = excluded.owner,
+  interrupted_at = excluded.interrupted_at
+RETURNING seq, (SELECT task_id FROM old)`
+
+// pipelined runs one transaction in two round trips: BEGIN (with
+// synchronous_commit off when lazy) and the statements queue adds go in
+// one batch, read reads their results; then after (when not nil) may run
+// more statements on the connection inside the transaction, and COMMIT
+// ends it. Any error rolls it back; a deadlock or serialization failure
+// runs it again (a few times).
+func (s *Store) pipelined(ctx context.Context, lazy bool, queue func(b *pgx.Batch), read func(br pgx.BatchResults) error,
+	after func(ctx context.Context, conn *pgxpool.Conn) error) error {
+	for attempt := 0; ; attempt++ {
+		err := s.pipelineOnce(ctx, lazy, queue, read, after)
+		if err == nil || !retryable(err) || attempt >= 5 {
+			return err
+		}
+	}
+}
+
+func (s *Store) pipelineOnce(ctx context.Context, lazy bool, queue func(b *pgx.Batch), read func(br pgx.BatchResults) error,
+	after func(ctx context.Context, conn *pgxpool.Conn) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	b := &pgx.Batch{}
+	b.Queue(`BEGIN`)
+	if lazy {
+		b.Queue(`SET LOCAL synchronous_commit = off`)
+	}
+	queue(b)
+	br := conn.SendBatch(ctx, b)
+	err = func() error {
+		for range 1 + map[bool]int{true: 1}[lazy] {
+			if _, err := br.Exec(); err != nil {
+				return err
+			}
+		}
+		return read(br)
+	}()
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil && after != nil {
+		err = after(ctx, conn)
+	}
+	if err == nil {
+		_, err = conn.Exec(ctx, `COMMIT`)
+		if err == nil {
+			return nil
+		}
+	}
+	// The transaction is aborted or unfinished: end it, so the connection
+	// goes back to the pool clean (a broken one is closed by pgx).
+	if _, rerr := conn.Exec(context.WithoutCancel(ctx), `ROLLBACK`); rerr != nil {
+		conn.Conn().Close(context.WithoutCancel(ctx))
+	}
+	return err
 }
 
 const selectRecords = `SELECT tool_call_id, task_id, seq, tool, input, output, model, stage, outcome,
@@ -326,28 +389,27 @@ ORDER BY touched DESC LIMIT $1`, n)
 	return out, nil
 }
 
-// ReplaceModel implements [store.Store] in one statement (the length test
-// and the update see one row version); it commits with synchronous_commit
-// off, as undoing it leaves the whole model form, which is still correct.
+// ReplaceModel implements [store.Store] in one UPDATE (the length test and
+// the change see one row version, locked), one round trip in all; it
+// commits with synchronous_commit off, as undoing it leaves the whole
+// model form, which is still correct.
 func (s *Store) ReplaceModel(ctx context.Context, toolCallID string, model json.RawMessage, c store.Compaction, pointer string) (bool, error) {
-	var replaced bool
-	err := s.inTx(ctx, true, func(tx pgx.Tx) error {
-		var cur int64
-		err := tx.QueryRow(ctx, `SELECT coalesce(octet_length(model), 0) FROM calls WHERE tool_call_id = $1 FOR UPDATE`, toolCallID).Scan(&cur)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return store.ErrNotFound
-		}
+	var replaced, exists bool
+	err := s.pipelined(ctx, true, func(b *pgx.Batch) {
+		b.Queue(`UPDATE calls SET model = $1, compaction = $2, pointer = $3
+WHERE tool_call_id = $4 AND coalesce(octet_length(model), 0) > $5`, blob(model), string(c), pointer, toolCallID, len(model))
+		b.Queue(`SELECT EXISTS (SELECT 1 FROM calls WHERE tool_call_id = $1)`, toolCallID)
+	}, func(br pgx.BatchResults) error {
+		tag, err := br.Exec()
 		if err != nil {
 			return err
 		}
-		replaced = int64(len(model)) < cur
-		if !replaced {
-			return nil
-		}
-		_, err = tx.Exec(ctx, `UPDATE calls SET model = $1, compaction = $2, pointer = $3 WHERE tool_call_id = $4`,
-			blob(model), string(c), pointer, toolCallID)
-		return err
-	})
+		replaced = tag.RowsAffected() == 1
+		return br.QueryRow().Scan(&exists)
+	}, nil)
+	if err == nil && !exists {
+		err = store.ErrNotFound
+	}
 	if err != nil {
 		return false, s.failID("replace model", toolCallID, err)
 	}
