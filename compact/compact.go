@@ -389,7 +389,7 @@ func (c *Compactor) Compact(ctx context.Context, rec *store.Record) (Outcome, er
 		return out, nil
 	}
 	if pointer != "" {
-		if err := writeOffload(c.o.DataDir, pointer, cur); err != nil {
+		if err := writeOffload(ctx, c.st, c.o.DataDir, pointer, cur); err != nil {
 			return out, err
 		}
 	}

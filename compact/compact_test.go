@@ -127,8 +127,8 @@ func TestLargeJSONDeliveredInFullThenCompactedAndRecovered(t *testing.T) {
 	if !json.Valid([]byte(js)) {
 		t.Errorf("trimmed JSON is not valid:\n%s", js)
 	}
-	// The offload file holds the raw input and output.
-	off, err := compact.ReadOffload(r.dir, after.Pointer)
+	// The offload (a payload of the store) holds the raw input and output.
+	off, err := compact.LoadOffload(context.Background(), r.st, r.dir, "task1", after.Pointer)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,6 +196,9 @@ func TestCompactFormNotSmallerKeepsOriginal(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(r.dir, compact.OffloadPath("task1", "call_small"))); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("offloaded although kept: %v", err)
+	}
+	if _, err := compact.LoadOffload(context.Background(), r.st, r.dir, "task1", compact.OffloadPath("task1", "call_small")); err == nil {
+		t.Fatal("offloaded into the store although kept")
 	}
 }
 

@@ -116,7 +116,7 @@ func TestKillDuringCompaction(t *testing.T) {
 			if rec.Pointer != compact.OffloadPath("crash", rec.ToolCallID) {
 				t.Errorf("%s: pointer %q", rec.ToolCallID, rec.Pointer)
 			}
-			off, err := compact.ReadOffload(dir, rec.Pointer)
+			off, err := compact.LoadOffload(context.Background(), st, dir, rec.TaskID, rec.Pointer)
 			if err != nil {
 				t.Fatalf("%s: compacted but offload unreadable: %v", rec.ToolCallID, err)
 			}

@@ -1,7 +1,9 @@
 package compact
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -41,11 +43,13 @@ func OffloadPath(taskID, toolCallID string) string {
 	return OffloadDir + "/" + tool.SafeFileName(taskID) + "/" + tool.SafeFileName(toolCallID) + ".json"
 }
 
-// writeOffload writes rec's raw input and output to dataDir/pointer
-// atomically: a temporary file in the same folder, fsync, rename, fsync of
-// the folder. A crash leaves the old file, the new file, or a stray
-// temporary file, never a torn one.
-func writeOffload(dataDir, pointer string, rec *store.Record) error {
+// writeOffload keeps rec's raw input and output under pointer: as the
+// payload (rec.TaskID, pointer) when st implements [store.Payloads] (so any
+// process that reaches the store can read it; PutPayload is atomic),
+// else in the file dataDir/pointer, written atomically: a temporary file
+// in the same folder, fsync, rename, fsync of the folder. A crash leaves
+// the old file, the new file, or a stray temporary file, never a torn one.
+func writeOffload(ctx context.Context, st store.Store, dataDir, pointer string, rec *store.Record) error {
 	off := Offloaded{ToolCallID: rec.ToolCallID, TaskID: rec.TaskID, Tool: rec.Tool,
 		Input: rec.Input, Output: rec.Output, Stage: rec.Stage, Outcome: rec.Outcome,
 		StartedAt: rec.StartedAt, EndedAt: rec.EndedAt}
@@ -58,6 +62,12 @@ func writeOffload(dataDir, pointer string, rec *store.Record) error {
 	data, err := json.Marshal(off)
 	if err != nil {
 		return fmt.Errorf("compact: encode offload of %s: %w", rec.ToolCallID, err)
+	}
+	if p, ok := st.(store.Payloads); ok {
+		if err := p.PutPayload(ctx, rec.TaskID, pointer, data); err != nil {
+			return fmt.Errorf("compact: offload of %s into the store: %w", rec.ToolCallID, err)
+		}
+		return nil
 	}
 	return writeAtomic(filepath.Join(dataDir, filepath.FromSlash(pointer)), data)
 }
@@ -94,6 +104,28 @@ func writeAtomic(path string, data []byte) (err error) {
 		d.Close()
 	}
 	return nil
+}
+
+// LoadOffload reads the offload of the task's call that pointer names:
+// the store's payload (taskID, pointer) when st implements
+// [store.Payloads] and holds it, else the file under dataDir (see
+// [ReadOffload]; offloads written by builds before payloads, or with a
+// store without them). Errors name the pointer.
+func LoadOffload(ctx context.Context, st store.Store, dataDir, taskID, pointer string) (*Offloaded, error) {
+	if p, ok := st.(store.Payloads); ok {
+		data, _, err := p.ReadPayload(ctx, taskID, pointer, 0, 0)
+		switch {
+		case err == nil:
+			var off Offloaded
+			if err := json.Unmarshal(data, &off); err != nil {
+				return nil, fmt.Errorf("compact: decode offload %s: %w", pointer, err)
+			}
+			return &off, nil
+		case !errors.Is(err, store.ErrNoPayload):
+			return nil, fmt.Errorf("compact: read offload %s from the store: %w", pointer, err)
+		}
+	}
+	return ReadOffload(dataDir, pointer)
 }
 
 // ReadOffload reads the offload file a pointer names under dataDir. The

@@ -281,7 +281,7 @@ func (v *viewer) call(ctx context.Context, call *tool.Call) (*tool.Result, error
 	if err != nil {
 		return nil, tool.Errorf(tool.Execution, "reading the record of %q failed: %w", id, err).WithHint("retry later")
 	}
-	src, label, err := v.source(rec, in.Part)
+	src, label, err := v.source(ctx, rec, in.Part)
 	if err != nil {
 		return nil, err
 	}
@@ -337,6 +337,9 @@ type viewSource struct {
 	r io.ReaderAt
 	n int64
 	f *os.File
+	// stored: the bytes are a payload in the store (viewpayload.go),
+	// bounded for json_path as a file is.
+	stored bool
 }
 
 func textSource(s string) viewSource { return viewSource{r: strings.NewReader(s), n: int64(len(s))} }
@@ -350,7 +353,7 @@ func (s viewSource) close() {
 // jsonText is the whole source for json_path: a text in memory as it is, a
 // file only up to maxBytes (a Parameters error beyond).
 func (s viewSource) jsonText(maxBytes int64) (string, error) {
-	if s.f != nil && s.n > maxBytes {
+	if (s.f != nil || s.stored) && s.n > maxBytes {
 		return "", tool.Errorf(tool.Parameters, "json_path reads the output whole, and this output file is %s bytes, over the %s-byte bound of view_tool_call", num64(s.n), num64(maxBytes)).
 			WithHint(`use pattern or lines on it, or json_path with "part":"result" (the result text)`)
 	}
@@ -363,13 +366,13 @@ func (s viewSource) jsonText(maxBytes int64) (string, error) {
 
 // source returns the text a view reads and a description of it. An execute
 // output file is opened, not read: the caller closes the source.
-func (v *viewer) source(rec *store.Record, part string) (viewSource, string, error) {
+func (v *viewer) source(ctx context.Context, rec *store.Record, part string) (viewSource, string, error) {
 	if part == "input" {
 		return textSource(string(rec.Input)), "raw input", nil
 	}
 	raw := rec.Output
 	if len(bytes.TrimSpace(raw)) == 0 && rec.Pointer != "" {
-		if off, err := ReadOffload(v.dataDir, rec.Pointer); err == nil {
+		if off, err := LoadOffload(ctx, v.st, v.dataDir, rec.TaskID, rec.Pointer); err == nil {
 			raw = off.Output
 		}
 	}
@@ -401,6 +404,9 @@ func (v *viewer) source(rec *store.Record, part string) (viewSource, string, err
 				}
 				f.Close()
 			}
+		}
+		if src, ok := payloadOutput(ctx, v.st, rec, w); ok { // another process's call
+			return src, "full output of " + rec.Tool + " kept in the store (raw bytes as produced)", nil
 		}
 	}
 	return textSource(w.Text()), "output text", nil

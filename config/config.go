@@ -65,6 +65,8 @@ type Config struct {
 	Agent Agent `json:"agent"`
 	// Records configures the durable call records (records.db in DataDir).
 	Records Records `json:"records"`
+	// Store chooses the backend of the records (config/store.go).
+	Store StoreSettings `json:"store"`
 	// Jobs configures background jobs (config/jobs.go).
 	Jobs Jobs `json:"jobs"`
 	// MCPServers is kept verbatim in the Claude Desktop format
@@ -775,6 +777,9 @@ func (c *Config) validate() error {
 		return fmt.Errorf("mcp.oauth.resource is required with mcp.oauth.issuer: set it to this server's public URL, such as \"https://tools.example.com/mcp\"")
 	} else if o.Issuer == "" && (o.Resource != "" || o.Audience != "" || len(o.Scopes) > 0 || o.JWKSURL != "") {
 		return fmt.Errorf("mcp.oauth: issuer is not set, so the other keys have no effect; set mcp.oauth.issuer or remove mcp.oauth")
+	}
+	if err := c.Store.validate(); err != nil {
+		return err
 	}
 	switch c.Records.Sync {
 	case "", "normal", "full":

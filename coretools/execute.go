@@ -15,6 +15,7 @@ import (
 
 	"github.com/aibuddy/aibuddy/jobs"
 	"github.com/aibuddy/aibuddy/sandbox"
+	"github.com/aibuddy/aibuddy/store"
 	"github.com/aibuddy/aibuddy/tool"
 )
 
@@ -65,6 +66,11 @@ type ExecuteOptions struct {
 	// MaxOutputFileBytes bounds one full output file, in bytes; past it the
 	// file stops growing and the result says so. Default 1 GiB.
 	MaxOutputFileBytes int64
+	// Payloads, when set, also receives each call's full output at the
+	// call's end (store.OutputPayloadName in the call's task), so
+	// view_tool_call works from any process that reaches the store
+	// (execpayload.go). Default nil: the local file only.
+	Payloads store.Payloads
 	// Quota bounds the total size of the data folder the full output files
 	// live in, removing the oldest full outputs (and other files under
 	// Quota.Evict) to make room; when no room is left the file stops
@@ -316,6 +322,9 @@ func (e *executor) call(ctx context.Context, call *tool.Call) (*tool.Result, err
 			o.err = errors.New("the sandbox returned no result")
 		}
 		return nil, execError(ctx, o.err, in.Workdir)
+	}
+	if note := e.copyToPayloads(ctx, call.ID, out.keptFile()); note != "" {
+		notes = append(notes, note)
 	}
 	r := e.result(call.ID, timeout, o, abandoned, cancelled, notes, out)
 	if evicted > 0 {

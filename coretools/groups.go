@@ -33,7 +33,7 @@ func Groups(fs *FSOptions, ex *ExecuteOptions) []registry.Group {
 			Names:    []string{"execute"},
 			Requires: registry.Requirements{SandboxOps: []sandbox.Op{sandbox.OpExec}},
 			Build: func(env registry.Env) ([]*tool.Tool, error) {
-				return []*tool.Tool{Execute(env.Sandbox, withJobs(ex, env))}, nil
+				return []*tool.Tool{Execute(env.Sandbox, withJobs(withPayloads(ex, env), env))}, nil
 			},
 			Instructions: ExecuteInstructions(ex),
 		},

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 	"time"
 )
@@ -125,4 +126,11 @@ func CheckPayloadName(name string) error {
 		}
 	}
 	return nil
+}
+
+// OutputPayloadName is the payload name of a call's full command output,
+// "outputs/<toolCallId>.log", the id path-escaped (so a '/' or a ".."
+// in an id cannot form another name).
+func OutputPayloadName(toolCallID string) string {
+	return "outputs/" + url.PathEscape(toolCallID) + ".log"
 }

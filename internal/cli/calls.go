@@ -1,9 +1,9 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -14,7 +14,6 @@ import (
 	"github.com/aibuddy/aibuddy/config"
 	"github.com/aibuddy/aibuddy/result"
 	"github.com/aibuddy/aibuddy/store"
-	"github.com/aibuddy/aibuddy/store/sqlitestore"
 )
 
 func newCalls(o *Options) *cobra.Command {
@@ -189,7 +188,7 @@ func (c *common) openStore() (store.Store, error) {
 	if dd == "" {
 		dd = dataDir("", "", "")
 	}
-	st, err := sqlitestore.Open(filepath.Join(dd, "records.db"), StoreOptions(settings))
+	st, err := openRecords(context.Background(), settings, dd)
 	if err != nil {
 		return nil, usageErr("opening the call records: %v", err)
 	}

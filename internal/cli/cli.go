@@ -344,10 +344,10 @@ func (c *common) resolve(ctx context.Context, o *Options) (*run, error) {
 		r.close()
 		return nil, usageErr("refusing to start: %v", err)
 	}
-	st, err := sqlitestore.Open(filepath.Join(r.dataDir, "records.db"), StoreOptions(r.cfg))
+	st, err := openRecords(ctx, r.cfg, r.dataDir)
 	if err != nil {
 		r.close()
-		return nil, usageErr("opening the call records: %v (set --data-dir to a writable folder)", err)
+		return nil, usageErr("opening the call records: %v (set --data-dir to a writable folder, or check store.url)", err)
 	}
 	r.store = st
 	pruneData(ctx, st, r.dataDir, r.cfg.DataRetention.D(), r.logger)
@@ -372,6 +372,7 @@ func (c *common) resolve(ctx context.Context, o *Options) (*run, error) {
 	r.discovery = &discovery.Options{Gates: discovery.Gates{PerServer: d.PerServer, Total: d.Total},
 		DefaultResults: d.SearchResults, MaxResults: d.SearchMax}
 	services := map[string]any{compact.ServiceRecords: st}
+	storeServices(services, st)
 	r.addJobs(ctx, services)
 	for k, v := range o.Services {
 		services[k] = v

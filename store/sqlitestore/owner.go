@@ -150,3 +150,24 @@ func (s *Store) markInterrupted(ctx context.Context, now time.Time) error {
 	}
 	return nil
 }
+
+var _ store.Owners = (*Store)(nil)
+
+// Owner implements [store.Owners]: this instance's owner id.
+func (s *Store) Owner() string { return s.owner }
+
+// OwnerAlive implements [store.Owners] with the owner's lock file: alive
+// while another open file description holds its flock. On systems without
+// flock every owner counts as alive.
+func (s *Store) OwnerAlive(ctx context.Context, owner string) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	if !canLock {
+		return true, nil
+	}
+	if owner == "" {
+		return false, nil
+	}
+	return !s.ownerGone(owner), nil
+}

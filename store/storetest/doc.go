@@ -1,7 +1,11 @@
 // Package storetest is the conformance suite every [store.Store] backend
-// passes: [Run] for any store, [RunFile] for stores kept in a file, which
-// adds reopening, two instances on one file, two processes on one file and
-// a reopen after the writing process was killed with SIGKILL.
+// passes: [Run] for any store (with the cases of the optional interfaces
+// it implements: payloads, jobs, retention, provider ids), [RunFile] for
+// stores kept at a location named by a string (a file; for a server
+// backend, a schema derived from it), which adds reopening, two instances
+// on one location, two processes writing at once, reopens after the
+// writing process was killed with SIGKILL (records, payloads, running
+// calls marked interrupted) and owner liveness.
 //
 // The multi-process cases re-execute the test binary as a child process
 // that opens the same file and writes; the backend's test package hooks

@@ -38,6 +38,73 @@ func RunFile(t *testing.T, open func(t *testing.T, path string) store.Store) {
 	t.Run("RunningOfKilledWriterInterrupted", func(t *testing.T) { testInterrupted(t, open, fresh(t)) })
 	t.Run("RunningOfLiveWriterKept", func(t *testing.T) { testLiveRunning(t, open, fresh(t)) })
 	t.Run("PayloadsAfterKill", func(t *testing.T) { testPayloadKill(t, open, fresh(t)) })
+	t.Run("OwnersAlive", func(t *testing.T) { testOwners(t, open, fresh(t)) })
+}
+
+// testOwners runs when the store implements store.Owners: two instances
+// on one location see each other alive, and one closed as gone; an
+// unknown owner is not alive; a killed child process's owner is gone.
+func testOwners(t *testing.T, open func(*testing.T, string) store.Store, path string) {
+	a := open(t, path)
+	defer closeStore(t, a)
+	oa, ok := a.(store.Owners)
+	if !ok {
+		t.Skip("the store does not implement store.Owners")
+	}
+	b := open(t, path)
+	ob := b.(store.Owners)
+	idA, idB := oa.Owner(), ob.Owner()
+	if idA == "" || idA == idB {
+		t.Fatalf("owner ids %q and %q: want two distinct, non-empty ids", idA, idB)
+	}
+	alive := func(o store.Owners, id string) bool {
+		t.Helper()
+		ok, err := o.OwnerAlive(ctx(t), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	if !alive(oa, idA) || !alive(oa, idB) || !alive(ob, idA) {
+		t.Error("two open instances do not see each other (and themselves) alive")
+	}
+	if alive(oa, "7") || alive(oa, "no-such-owner") {
+		t.Error("an owner no store had is alive")
+	}
+	closeStore(t, b)
+	if alive(oa, idB) {
+		t.Errorf("owner %s is alive after its store closed", idB)
+	}
+	// A child process's owner (it says which): alive while it runs,
+	// gone once it was SIGKILLed, as a store opened after the kill sees.
+	p := startChild(t, path, "owners", "o-", 0, 256, false)
+	var child string
+	for l := range p.lines {
+		if f := strings.Fields(l); len(f) == 2 && f[0] == "owner" {
+			child = f[1]
+			break
+		}
+	}
+	if child == "" {
+		t.Fatalf("child named no owner; stderr:\n%s", p.stderr)
+	}
+	if !alive(oa, child) {
+		t.Errorf("owner %s of a running child process is not alive", child)
+	}
+	if err := p.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	p.cmd.Wait()
+	for range p.lines {
+	}
+	c := open(t, path)
+	defer closeStore(t, c)
+	if alive(c.(store.Owners), child) {
+		t.Errorf("owner %s of a SIGKILLed child is alive", child)
+	}
+	if !alive(c.(store.Owners), idA) || alive(c.(store.Owners), idB) {
+		t.Error("liveness changed for owners the kill did not touch")
+	}
 }
 
 // testPayloadKill: a child process appends to one payload and replaces
@@ -278,6 +345,11 @@ func child(open func(path string) (store.Store, error)) error {
 	}
 	if err := say("ready"); err != nil {
 		return err
+	}
+	if o, ok := s.(store.Owners); ok {
+		if err := say("owner %s", o.Owner()); err != nil {
+			return err
+		}
 	}
 	c := context.Background()
 	if os.Getenv(envRunning) == "1" {
