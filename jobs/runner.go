@@ -291,6 +291,14 @@ func (r *Runner) Start(ctx context.Context, req StartRequest) (*Info, error) {
 		j.putRecord(ctx)
 	case <-ended:
 		<-j.done
+		select {
+		case pid := <-started: // it ran and ended before we looked
+			j.mu.Lock()
+			j.info.PID = pid
+			j.mu.Unlock()
+			j.putRecord(ctx)
+		default:
+		}
 		if res == nil && execErr != nil {
 			// Nothing ran: the sandbox refused (its stage is kept).
 			var te *tool.Error

@@ -162,7 +162,7 @@ func TestBackgroundJobsOverMCP(t *testing.T) {
 			if err := aProc.Process.Kill(); err != nil {
 				t.Fatal(err)
 			}
-			_ = aProc.Wait()
+			_ = a.Close() // the SDK's transport reaps the killed process
 			b, _ := g.start("second aibuddy")
 			waitNoProcess(t, ctx, lost, "after the next aibuddy started")
 			list = mustOK(t, "jobs", callTool(t, ctx, b, "jobs", map[string]any{}))
