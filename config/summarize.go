@@ -57,11 +57,16 @@ func DefaultSummaryModel(provider, runModel string) string {
 	return runModel
 }
 
+// Off reports whether compaction.summaryModel is "none" (any case).
+func (s CompactionSummary) Off() bool {
+	return strings.EqualFold(strings.TrimSpace(s.SummaryModel), NoSummaryModel)
+}
+
 // SummaryModelFor is the model `aibuddy run` summarizes with: the
 // setting, else DefaultSummaryModel; "" when the setting is "none".
 func (s CompactionSummary) SummaryModelFor(provider, runModel string) string {
 	switch m := strings.TrimSpace(s.SummaryModel); {
-	case strings.EqualFold(m, NoSummaryModel):
+	case s.Off():
 		return ""
 	case m != "":
 		return m
