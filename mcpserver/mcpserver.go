@@ -127,6 +127,7 @@ type Gateway struct {
 	prefixes  map[string]string // "<namespace>__" of those tools -> server
 
 	carry carry     // answers across a host's input rounds (mrtr.go)
+	host  hostSession // the session of the latest request, for sampling after a reply (sampling.go)
 	pt    *passthru // resources, prompts, completions; nil without upstream (passthru.go)
 }
 
@@ -171,7 +172,7 @@ func NewGateway(set *capability.Set, opts *Options) *Gateway {
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}}}
 	g.pt = newPassthru(o.Passthrough, so)
 	g.srv = mcp.NewServer(&mcp.Implementation{Name: o.Name, Version: o.Version}, so)
-	g.srv.AddReceivingMiddleware(g.unlisted)
+	g.srv.AddReceivingMiddleware(g.unlisted, g.host.note)
 	g.pt.attach(g.srv)
 	g.Update(set)
 	return g

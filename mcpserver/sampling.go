@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -12,6 +13,22 @@ import (
 // SamplingVia names MCP sampling as the route of a summary in the record
 // ("summarized by <model> via host sampling").
 const SamplingVia = "host sampling"
+
+// hostSession keeps the MCP session of the latest request a gateway
+// received: a summary is asked for after the tools/call reply, when no
+// request carries the session any more, and a session that has just ended
+// still tells what its host declared.
+type hostSession struct{ ss atomic.Pointer[mcp.ServerSession] }
+
+// note is receiving middleware recording each request's session.
+func (h *hostSession) note(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if ss, ok := req.GetSession().(*mcp.ServerSession); ok && ss != nil {
+			h.ss.Store(ss)
+		}
+		return next(ctx, method, req)
+	}
+}
 
 // TaskID is the task the gateway's calls are recorded under
 // (Options.TaskID): one MCP session is one task.
@@ -55,13 +72,9 @@ func (s Sampler) Summarize(ctx context.Context, req *compact.SummaryRequest) (*c
 	if s.Gateway == nil {
 		return nil, compact.Unavailable("no MCP gateway serves this task")
 	}
-	var ss *mcp.ServerSession
-	for sess := range s.Gateway.srv.Sessions() {
-		ss = sess
-		break
-	}
+	ss := s.Gateway.host.ss.Load()
 	if ss == nil {
-		return nil, compact.Unavailable("the MCP session of this task has ended, so no host can be asked for a summary")
+		return nil, compact.Unavailable("no MCP host session has sent this gateway a request")
 	}
 	ip := ss.InitializeParams()
 	switch {

@@ -1,0 +1,210 @@
+package main_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/aibuddy/aibuddy/compact"
+	"github.com/aibuddy/aibuddy/result"
+	"github.com/aibuddy/aibuddy/store"
+	"github.com/aibuddy/aibuddy/store/sqlitestore"
+)
+
+// samplingHost is a host's sampling handler answering with a fixed
+// summary; it keeps the requests.
+type samplingHost struct {
+	mu      sync.Mutex
+	reqs    []*mcp.CreateMessageParams
+	summary string
+}
+
+func (h *samplingHost) handler(_ context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+	h.mu.Lock()
+	h.reqs = append(h.reqs, req.Params)
+	h.mu.Unlock()
+	return &mcp.CreateMessageResult{Model: "host-haiku-1", Role: "assistant", Content: &mcp.TextContent{Text: h.summary}}, nil
+}
+
+func (h *samplingHost) requests() []*mcp.CreateMessageParams {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]*mcp.CreateMessageParams(nil), h.reqs...)
+}
+
+// answerWatch is a client transport that closes answered once the host
+// has written its first response to a request of aibuddy's (here the
+// sampling answer): the event after which closing the session loses
+// nothing.
+type answerWatch struct {
+	mcp.Transport
+	once     sync.Once
+	answered chan struct{}
+}
+
+func (w *answerWatch) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := w.Transport.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &watchedConn{Connection: c, w: w}, nil
+}
+
+type watchedConn struct {
+	mcp.Connection
+	w *answerWatch
+}
+
+func (c *watchedConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	err := c.Connection.Write(ctx, msg)
+	if _, ok := msg.(*jsonrpc.Response); ok && err == nil {
+		c.w.once.Do(func() { close(c.w.answered) })
+	}
+	return err
+}
+
+// summarizeOverMCP runs one execute call of a large output through
+// `aibuddy mcp` (stdio) with the summarize strategy, for a host on
+// protocol version with sampling handled by host (nil: no sampling
+// capability). When waitAnswer, the session is closed only after the host
+// answered aibuddy's sampling request. It returns the execute record,
+// read after aibuddy exited (it finishes its compactions first).
+func summarizeOverMCP(t *testing.T, version string, host *samplingHost, waitAnswer bool) (rec *store.Record, data string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	ws, data := t.TempDir(), t.TempDir()
+	cfg := filepath.Join(t.TempDir(), "aibuddy.json")
+	if err := os.WriteFile(cfg, []byte(`{"sandbox": {"confinement": "off"},
+		"compaction": {"summaryMaxTokens": 400, "summaryModel": "haiku", "strategies": {"execute": "summarize"}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "mcp", "--workspace", ws, "--data-dir", data, "--config", cfg)
+	cmd.Stderr = &testWriter{t: t, prefix: "aibuddy stderr: "}
+	opts := &mcp.ClientOptions{}
+	if host != nil {
+		opts.CreateMessageHandler = host.handler
+	}
+	tr := &answerWatch{Transport: &mcp.CommandTransport{Command: cmd}, answered: make(chan struct{})}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "sampling-host", Version: "1"}, opts).
+		Connect(ctx, tr, &mcp.ClientSessionOptions{ProtocolVersion: version})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := callTool(t, ctx, cs, "execute", map[string]any{"command": "seq 1 4000"})
+	if out := text(res); res.IsError || !strings.Contains(out, "\n4000") {
+		t.Fatalf("execute: %.300s", out)
+	}
+	id, _ := res.Meta["aibuddy/toolCallId"].(string)
+	if waitAnswer {
+		select {
+		case <-tr.answered:
+		case <-ctx.Done():
+			t.Fatal("aibuddy never asked the host for a summary")
+		}
+	}
+	if err := cs.Close(); err != nil { // aibuddy exits after its compactions
+		t.Fatalf("aibuddy mcp did not exit cleanly: %v", err)
+	}
+	st, err := sqlitestore.Open(filepath.Join(data, "records.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	rec, err = st.Get(ctx, id)
+	if err != nil {
+		t.Fatalf("record of %s: %v", id, err)
+	}
+	return rec, data
+}
+
+// TestMCPSummarizesThroughHostSampling: `aibuddy mcp` asks a host that
+// declared sampling (2025-11-25) for the summary of a large result with
+// sampling/createMessage: bounded (max tokens, the output cut to
+// compaction.summaryInputMaxChars, no context), the setting's model as a
+// hint. The record holds the host's summary, smaller than the output,
+// with the recovery pointer, and says "summarized by host-haiku-1 via host
+// sampling"; `aibuddy calls show` shows it, and view_tool_call still
+// returns the raw output.
+func TestMCPSummarizesThroughHostSampling(t *testing.T) {
+	const summary = "The numbers 1 to 4000, one per line; nothing else."
+	host := &samplingHost{summary: summary}
+	rec, data := summarizeOverMCP(t, "2025-11-25", host, true)
+	reqs := host.requests()
+	if len(reqs) != 1 {
+		t.Fatalf("%d sampling requests, want 1", len(reqs))
+	}
+	p := reqs[0]
+	prompt := ""
+	if len(p.Messages) == 1 {
+		if tc, ok := p.Messages[0].Content.(*mcp.TextContent); ok {
+			prompt = tc.Text
+		}
+	}
+	if p.MaxTokens != 400 || p.SystemPrompt != compact.SummarySystem || p.IncludeContext != "none" ||
+		p.ModelPreferences == nil || len(p.ModelPreferences.Hints) != 1 || p.ModelPreferences.Hints[0].Name != "haiku" ||
+		!strings.Contains(prompt, "seq 1 4000") || !strings.Contains(prompt, "\n3999\n4000") {
+		t.Errorf("sampling request %+v, prompt %.300s", p, prompt)
+	}
+	m, err := result.ModelOf(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := result.Decode(rec.Output)
+	if rec.Compaction != store.CompactionSummarize || rec.Pointer != compact.OffloadPath(rec.TaskID, rec.ToolCallID) ||
+		!strings.Contains(m.Text, "summarized by host-haiku-1 via host sampling") || !strings.HasSuffix(m.Text, "]\n"+summary) ||
+		len(m.Text) >= len(raw.Text()) {
+		t.Fatalf("%s %q, model form (%d bytes, raw %d):\n%.600s", rec.Compaction, rec.Pointer, len(m.Text), len(raw.Text()), m.Text)
+	}
+	t.Logf("model form, %d bytes (raw output %d):\n%s", len(m.Text), len(raw.Text()), m.Text)
+	show, err := exec.Command(bin, "calls", "show", rec.ToolCallID, "--projection", "model", "--data-dir", data).CombinedOutput()
+	if err != nil || !strings.Contains(string(show), "summarized by host-haiku-1 via host sampling") || !strings.Contains(string(show), summary) {
+		t.Errorf("calls show: %v\n%s", err, show)
+	}
+	view, err := exec.Command(bin, "call", "--workspace", t.TempDir(), "--data-dir", data, "view_tool_call",
+		`{"id":"`+rec.ToolCallID+`","part":"result","pattern":"^3999$"}`).CombinedOutput()
+	if err != nil || !strings.Contains(string(view), "3999") {
+		t.Errorf("view_tool_call: %v\n%s", err, view)
+	}
+}
+
+// A host that cannot be asked gets no sampling request: the result is
+// trimmed (with the pointer) and the record says why: no sampling
+// capability, or a 2026-07-28 host (sampling only inside a reply).
+func TestMCPSummaryWithoutSamplingTrims(t *testing.T) {
+	for _, c := range []struct {
+		name, version string
+		sampling      bool
+		why           string
+	}{
+		{"no sampling capability", "2025-11-25", false, "trimmed: the MCP host did not declare the sampling capability"},
+		{"2026-07-28", "2026-07-28", true, "trimmed: the MCP host speaks protocol 2026-07-28, where a server may ask for sampling only inside a reply"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var host *samplingHost
+			if c.sampling {
+				host = &samplingHost{summary: "never used"}
+			}
+			rec, _ := summarizeOverMCP(t, c.version, host, false)
+			if host != nil && len(host.requests()) != 0 {
+				t.Errorf("%d sampling requests, want none", len(host.requests()))
+			}
+			m, err := result.ModelOf(rec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("model form: %.400s", m.Text)
+			if rec.Compaction != store.CompactionTrim || rec.Pointer == "" || !strings.Contains(m.Text, c.why) {
+				t.Errorf("%s %q:\n%.600s", rec.Compaction, rec.Pointer, m.Text)
+			}
+		})
+	}
+}
