@@ -18,7 +18,9 @@ const SamplingVia = "host sampling"
 // received: a summary is asked for after the tools/call reply, when no
 // request carries the session any more, and a session that has just ended
 // still tells what its host declared.
-type hostSession struct{ ss atomic.Pointer[mcp.ServerSession] }
+type hostSession struct {
+	ss atomic.Pointer[mcp.ServerSession]
+}
 
 // note is receiving middleware recording each request's session.
 func (h *hostSession) note(next mcp.MethodHandler) mcp.MethodHandler {
