@@ -126,9 +126,10 @@ type Gateway struct {
 	served    map[string]string // every MCP tool of any set so far -> its server
 	prefixes  map[string]string // "<namespace>__" of those tools -> server
 
-	carry carry       // answers across a host's input rounds (mrtr.go)
-	host  hostSession // the session of the latest request, for sampling after a reply (sampling.go)
-	pt    *passthru   // resources, prompts, completions; nil without upstream (passthru.go)
+	carry carry     // answers across a host's input rounds (mrtr.go)
+	pt    *passthru // resources, prompts, completions; nil without upstream (passthru.go)
+
+	host hostSession // the session of the latest request, for sampling after a reply (sampling.go)
 }
 
 // CallToolName is the gateway's proxy tool for hosts that never refresh
