@@ -44,6 +44,9 @@ type replayAPI struct {
 	mu        sync.Mutex
 	steps     int
 	summaries []string
+	// refuse, when set, answers the summary request with HTTP 400 and
+	// this body.
+	refuse string
 }
 
 func (a *replayAPI) serve(t *testing.T, path, toolUse, done, summary string) *httptest.Server {
@@ -58,6 +61,13 @@ func (a *replayAPI) serve(t *testing.T, path, toolUse, done, summary string) *ht
 		switch {
 		case strings.Contains(string(b), "You condense the output of one tool call"):
 			a.summaries = append(a.summaries, string(b))
+			if a.refuse != "" {
+				a.mu.Unlock()
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusBadRequest)
+				io.WriteString(w, a.refuse)
+				return
+			}
 			reply = summary
 		case a.steps == 0:
 			reply = toolUse
@@ -191,25 +201,38 @@ func TestRunSummarizesThroughItsProvider(t *testing.T) {
 	}
 }
 
-// With compaction.summaryModel "none" `aibuddy run` asks for no summary:
-// the result is trimmed and the record says why.
-func TestRunSummaryModelNone(t *testing.T) {
-	api := &replayAPI{}
-	ts := api.serve(t, "/v1/messages", anthropicToolUse("toolu_1", "execute", `{"command":"seq 1 4000"}`), anthropicEndTurn, anthropicText("never"))
-	t.Setenv("ANTHROPIC_API_KEY", "test-key")
-	t.Setenv("ANTHROPIC_BASE_URL", "")
-	cfg := writeConfig(t, `{"sandbox": {"confinement": "off"}, "compaction": {"summaryModel": "none", "strategies": {"execute": "summarize"}}}`)
-	ws, data := t.TempDir(), t.TempDir()
-	code, out, errs := runCLI(t, cli.Options{}, "run", "--base-url", ts.URL, "--config", cfg, "--workspace", ws, "--data-dir", data, "count")
-	if code != 0 {
-		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, out, errs)
-	}
-	if len(api.summaries) != 0 {
-		t.Errorf("%d summary requests with summaryModel none", len(api.summaries))
-	}
-	rec := soleRecord(t, data, "execute")
-	m, _ := result.ModelOf(rec)
-	if rec.Compaction != store.CompactionTrim || rec.Pointer == "" || !strings.Contains(m.Text, `trimmed: compaction.summaryModel is "none"`) {
-		t.Errorf("%s %q:\n%.500s", rec.Compaction, rec.Pointer, m.Text)
+// When `aibuddy run` cannot have a summary the result is trimmed (with
+// the pointer) and the record says why: compaction.summaryModel "none"
+// (no request), or the provider refusing the summary request.
+func TestRunSummaryFallsBackToTrim(t *testing.T) {
+	for _, c := range []struct {
+		name, summaryModel, refuse, why string
+		requests                        int
+	}{
+		{"none", "none", "", `trimmed: compaction.summaryModel is "none"`, 0},
+		{"refused", "", `{"type":"error","error":{"type":"invalid_request_error","message":"model: claude-haiku-4-5 is not available to this key"}}`,
+			"trimmed: the summary request failed: ", 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			api := &replayAPI{refuse: c.refuse}
+			ts := api.serve(t, "/v1/messages", anthropicToolUse("toolu_1", "execute", `{"command":"seq 1 4000"}`), anthropicEndTurn, anthropicText("never"))
+			t.Setenv("ANTHROPIC_API_KEY", "test-key")
+			t.Setenv("ANTHROPIC_BASE_URL", "")
+			cfg := writeConfig(t, `{"sandbox": {"confinement": "off"}, "compaction": {"summaryModel": "`+c.summaryModel+`", "strategies": {"execute": "summarize"}}}`)
+			ws, data := t.TempDir(), t.TempDir()
+			code, out, errs := runCLI(t, cli.Options{}, "run", "--base-url", ts.URL, "--config", cfg, "--workspace", ws, "--data-dir", data, "count")
+			if code != 0 {
+				t.Fatalf("exit %d\nstdout %s\nstderr %s", code, out, errs)
+			}
+			if len(api.summaries) != c.requests {
+				t.Errorf("%d summary requests, want %d", len(api.summaries), c.requests)
+			}
+			rec := soleRecord(t, data, "execute")
+			m, _ := result.ModelOf(rec)
+			if rec.Compaction != store.CompactionTrim || rec.Pointer == "" || !strings.Contains(m.Text, c.why) ||
+				(c.refuse != "" && !strings.Contains(m.Text, "is not available to this key")) {
+				t.Errorf("%s %q:\n%.700s", rec.Compaction, rec.Pointer, m.Text)
+			}
+		})
 	}
 }
