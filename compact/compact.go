@@ -446,6 +446,8 @@ func (c *Compactor) Compact(ctx context.Context, rec *store.Record) (Outcome, er
 	out.Replaced = ok
 	if ok {
 		out.Pointer = pointer
+		c.o.Logger.Info("compact: compacted", "toolCallId", cur.ToolCallID, "kind", string(kind), "summarizedBy", out.SummarizedBy,
+			"fallback", out.Fallback, "beforeBytes", out.BeforeBytes, "afterBytes", out.AfterBytes)
 	} else {
 		out.Reason = "not smaller"
 	}

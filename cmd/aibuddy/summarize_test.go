@@ -1,10 +1,17 @@
 package main_test
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -43,11 +50,42 @@ func (h *samplingHost) requests() []*mcp.CreateMessageParams {
 // answerWatch is a client transport that closes answered once the host
 // has written its first response to a request of aibuddy's (here the
 // sampling answer): the event after which closing the session loses
-// nothing.
+// nothing. Over stdio it watches the connection's writes; over HTTP
+// (where wrapping the connection would hide the SDK's own hooks that
+// open the GET stream) the POSTs of its HTTP client (watchRT).
 type answerWatch struct {
 	mcp.Transport
 	once     sync.Once
 	answered chan struct{}
+}
+
+func (w *answerWatch) done() { w.once.Do(func() { close(w.answered) }) }
+
+// watchRT is the HTTP client transport of a host over streamable HTTP:
+// it adds the bearer token and tells w when a POST carrying a JSON-RPC
+// response was accepted by aibuddy.
+type watchRT struct {
+	token string
+	w     *answerWatch
+}
+
+func (rt watchRT) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context())
+	req.Header.Set("Authorization", "Bearer "+rt.token)
+	var body []byte
+	if req.Body != nil {
+		body, _ = io.ReadAll(req.Body)
+		req.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	var msg struct {
+		Method string          `json:"method"`
+		Result json.RawMessage `json:"result"`
+	}
+	if err == nil && resp.StatusCode/100 == 2 && json.Unmarshal(body, &msg) == nil && msg.Method == "" && msg.Result != nil {
+		rt.w.done()
+	}
+	return resp, err
 }
 
 func (w *answerWatch) Connect(ctx context.Context) (mcp.Connection, error) {
@@ -66,18 +104,19 @@ type watchedConn struct {
 func (c *watchedConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	err := c.Connection.Write(ctx, msg)
 	if _, ok := msg.(*jsonrpc.Response); ok && err == nil {
-		c.w.once.Do(func() { close(c.w.answered) })
+		c.w.done()
 	}
 	return err
 }
 
 // summarizeOverMCP runs one execute call of a large output through
-// `aibuddy mcp` (stdio) with the summarize strategy, for a host on
-// protocol version with sampling handled by host (nil: no sampling
-// capability). When waitAnswer, the session is closed only after the host
-// answered aibuddy's sampling request. It returns the execute record,
-// read after aibuddy exited (it finishes its compactions first).
-func summarizeOverMCP(t *testing.T, version string, host *samplingHost, waitAnswer bool) (rec *store.Record, data string) {
+// `aibuddy mcp` (over "stdio" or "http") with the summarize strategy, for
+// a host on protocol version with sampling handled by host (nil: no
+// sampling capability). When waitAnswer, the session is closed only after
+// the host answered aibuddy's sampling request. It returns the execute
+// record, read after aibuddy exited (it finishes its compactions first:
+// over stdio at the end of its input, over HTTP at SIGINT).
+func summarizeOverMCP(t *testing.T, over, version string, host *samplingHost, waitAnswer bool) (rec *store.Record, data string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -87,13 +126,65 @@ func summarizeOverMCP(t *testing.T, version string, host *samplingHost, waitAnsw
 		"compaction": {"summaryMaxTokens": 400, "summaryModel": "haiku", "strategies": {"execute": "summarize"}}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "mcp", "--workspace", ws, "--data-dir", data, "--config", cfg)
-	cmd.Stderr = &testWriter{t: t, prefix: "aibuddy stderr: "}
+	args := []string{"mcp", "--workspace", ws, "--data-dir", data, "--config", cfg}
+	var tr mcp.Transport
+	watch := &answerWatch{answered: make(chan struct{})}
+	var stop func()
+	if over == "stdio" {
+		cmd := exec.Command(bin, args...)
+		cmd.Stderr = &testWriter{t: t, prefix: "aibuddy stderr: "}
+		watch.Transport = &mcp.CommandTransport{Command: cmd}
+		tr = watch
+		stop = func() {} // closing the session ends it
+	} else {
+		// --verbose: the compaction's end is a log line, the event to stop
+		// at (SIGINT cancels a compaction still running).
+		cmd := exec.Command(bin, append(args, "--http", "127.0.0.1:0", "--verbose")...)
+		cmd.Env = append(os.Environ(), "AIBUDDY_TOKEN="+e2eToken)
+		stderr, _ := cmd.StderrPipe()
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		url := ""
+		sc := bufio.NewScanner(stderr)
+		for url == "" && sc.Scan() {
+			url = regexp.MustCompile(`http://[0-9.:]+/mcp`).FindString(sc.Text())
+		}
+		if url == "" {
+			t.Fatal("aibuddy mcp --http printed no address")
+		}
+		compacted := make(chan struct{})
+		log := &lockedBuilder{}
+		go func() {
+			var once sync.Once
+			for sc.Scan() {
+				fmt.Fprintln(log, sc.Text())
+				if strings.Contains(sc.Text(), `msg="compact: compacted"`) {
+					once.Do(func() { close(compacted) })
+				}
+			}
+		}()
+		tr = &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: watchRT{token: e2eToken, w: watch}}}
+		stop = func() {
+			select {
+			case <-compacted:
+			case <-ctx.Done():
+				log.mu.Lock()
+				t.Fatalf("no compaction logged; aibuddy stderr:\n%s", log.b.String())
+			}
+			if err := cmd.Process.Signal(os.Interrupt); err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Wait(); err != nil {
+				t.Fatalf("aibuddy mcp --http did not exit cleanly: %v", err)
+			}
+		}
+	}
 	opts := &mcp.ClientOptions{}
 	if host != nil {
 		opts.CreateMessageHandler = host.handler
 	}
-	tr := &answerWatch{Transport: &mcp.CommandTransport{Command: cmd}, answered: make(chan struct{})}
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "sampling-host", Version: "1"}, opts).
 		Connect(ctx, tr, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
@@ -106,14 +197,15 @@ func summarizeOverMCP(t *testing.T, version string, host *samplingHost, waitAnsw
 	id, _ := res.Meta["aibuddy/toolCallId"].(string)
 	if waitAnswer {
 		select {
-		case <-tr.answered:
+		case <-watch.answered:
 		case <-ctx.Done():
 			t.Fatal("aibuddy never asked the host for a summary")
 		}
 	}
-	if err := cs.Close(); err != nil { // aibuddy exits after its compactions
+	if err := cs.Close(); err != nil && over == "stdio" { // aibuddy exits after its compactions
 		t.Fatalf("aibuddy mcp did not exit cleanly: %v", err)
 	}
+	stop()
 	st, err := sqlitestore.Open(filepath.Join(data, "records.db"), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -135,9 +227,15 @@ func summarizeOverMCP(t *testing.T, version string, host *samplingHost, waitAnsw
 // sampling"; `aibuddy calls show` shows it, and view_tool_call still
 // returns the raw output.
 func TestMCPSummarizesThroughHostSampling(t *testing.T) {
+	for _, over := range []string{"stdio", "http"} {
+		t.Run(over, func(t *testing.T) { summarizeThroughHost(t, over) })
+	}
+}
+
+func summarizeThroughHost(t *testing.T, over string) {
 	const summary = "The numbers 1 to 4000, one per line; nothing else."
 	host := &samplingHost{summary: summary}
-	rec, data := summarizeOverMCP(t, "2025-11-25", host, true)
+	rec, data := summarizeOverMCP(t, over, "2025-11-25", host, true)
 	reqs := host.requests()
 	if len(reqs) != 1 {
 		t.Fatalf("%d sampling requests, want 1", len(reqs))
@@ -193,7 +291,7 @@ func TestMCPSummaryWithoutSamplingTrims(t *testing.T) {
 			if c.sampling {
 				host = &samplingHost{summary: "never used"}
 			}
-			rec, _ := summarizeOverMCP(t, c.version, host, false)
+			rec, _ := summarizeOverMCP(t, "stdio", c.version, host, false)
 			if host != nil && len(host.requests()) != 0 {
 				t.Errorf("%d sampling requests, want none", len(host.requests()))
 			}
