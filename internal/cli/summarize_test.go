@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -18,6 +19,34 @@ import (
 	"github.com/aibuddy/aibuddy/store"
 	"github.com/aibuddy/aibuddy/store/sqlitestore"
 )
+
+// lockedBuffer is a bytes.Buffer for an output the run writes while a
+// background compaction logs to it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// runWithCompaction is runCLI for a run whose background compactions log
+// (to stderr) while the run prints its summary there.
+func runWithCompaction(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb lockedBuffer
+	code = cli.Main(context.Background(), args, cli.Options{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb})
+	return code, out.String(), errb.String()
+}
 
 // anthropicText is anthropicEndTurn answering text instead.
 func anthropicText(text string) string {
@@ -177,7 +206,7 @@ func TestRunSummarizesThroughItsProvider(t *testing.T) {
 			if c.provider == "openai-chat" {
 				base += "/v1"
 			}
-			code, out, errs := runCLI(t, cli.Options{}, "run", "--provider", c.provider, "--model", c.model, "--base-url", base,
+			code, out, errs := runWithCompaction(t, "run", "--provider", c.provider, "--model", c.model, "--base-url", base,
 				"--config", cfg, "--workspace", ws, "--data-dir", data, "count to 4000")
 			if code != 0 {
 				t.Fatalf("exit %d\nstdout %s\nstderr %s", code, out, errs)
@@ -220,7 +249,7 @@ func TestRunSummaryFallsBackToTrim(t *testing.T) {
 			t.Setenv("ANTHROPIC_BASE_URL", "")
 			cfg := writeConfig(t, `{"sandbox": {"confinement": "off"}, "compaction": {"summaryModel": "`+c.summaryModel+`", "strategies": {"execute": "summarize"}}}`)
 			ws, data := t.TempDir(), t.TempDir()
-			code, out, errs := runCLI(t, cli.Options{}, "run", "--base-url", ts.URL, "--config", cfg, "--workspace", ws, "--data-dir", data, "count")
+			code, out, errs := runWithCompaction(t, "run", "--base-url", ts.URL, "--config", cfg, "--workspace", ws, "--data-dir", data, "count")
 			if code != 0 {
 				t.Fatalf("exit %d\nstdout %s\nstderr %s", code, out, errs)
 			}
