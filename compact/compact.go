@@ -8,9 +8,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 	"unicode/utf8"
 
 	"github.com/aibuddy/aibuddy/result"
@@ -38,12 +41,6 @@ const (
 	Keep Strategy = "keep"
 )
 
-// Summarizer writes a summary of text in at most maxTokens tokens. The
-// agent loop provides it (a model call); ctx carries the run's stop.
-type Summarizer interface {
-	Summarize(ctx context.Context, text string, maxTokens int) (string, error)
-}
-
 // Defaults of Options.
 const (
 	DefaultThreshold = 2500 // tokens (seed: "the current 2,500-token precompaction threshold")
@@ -64,9 +61,21 @@ type Options struct {
 	Target int
 	// Counter counts tokens. Default [Count] (o200k_base).
 	Counter Counter
-	// Summarizer serves the Summarize strategy. Default none: Summarize
-	// falls back to Trim.
+	// Summarizer serves the Summarize strategy (SetSummarizer replaces
+	// it). Default none: Summarize falls back to Trim, and the stub says
+	// why.
 	Summarizer Summarizer
+	// SummaryTimeout bounds one summary request; past it the result is
+	// trimmed instead. Default 60 s (settings compaction.summaryTimeout).
+	SummaryTimeout time.Duration
+	// SummaryMaxTokens bounds one summary, in the model's output tokens.
+	// Default 800 (compaction.summaryMaxTokens).
+	SummaryMaxTokens int
+	// SummaryInputMaxChars bounds the result text sent to be summarized,
+	// in characters: a longer one is sent as its first and last halves
+	// with the omitted middle marked. Default 60,000
+	// (compaction.summaryInputMaxChars).
+	SummaryInputMaxChars int
 	// Strategies choose a strategy by tool name; they win over
 	// GroupStrategies.
 	Strategies map[string]Strategy
@@ -103,6 +112,8 @@ type Compactor struct {
 	closed bool
 	wg     sync.WaitGroup
 	last   sync.Map // toolCallID → Outcome of the latest background run
+
+	summarizer atomic.Pointer[summarizerBox] // the Summarize strategy's (SetSummarizer)
 
 	defaultCounter bool // o.Counter is Count, so maxCount bounds it
 	// skipBelow: a record whose model form has fewer bytes than this is
@@ -150,11 +161,23 @@ func New(st store.Store, opts *Options) (*Compactor, error) {
 	if o.Workers <= 0 {
 		o.Workers = DefaultWorkers
 	}
+	if o.SummaryTimeout <= 0 {
+		o.SummaryTimeout = DefaultSummaryTimeout
+	}
+	if o.SummaryMaxTokens <= 0 {
+		o.SummaryMaxTokens = DefaultSummaryMaxTokens
+	}
+	if o.SummaryInputMaxChars <= 0 {
+		o.SummaryInputMaxChars = DefaultSummaryInputMaxChars
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	c.st, c.o, c.sem, c.defaultCounter = st, o, make(chan struct{}, o.Workers), defaultCounter
 	c.base, c.cancel = context.WithCancel(context.Background())
+	if o.Summarizer != nil {
+		c.SetSummarizer(o.Summarizer)
+	}
 	return c, nil
 }
 
@@ -191,6 +214,13 @@ type Outcome struct {
 	BeforeBytes  int // bytes of the model form (JSON) before
 	AfterBytes   int // bytes of the compact model form
 	Pointer      string
+	// SummarizedBy is, for a summary, who wrote it: "<model> via
+	// <provider>" or "<model> via host sampling".
+	SummarizedBy string
+	// Fallback is, for a Summarize strategy that trimmed instead, why
+	// (no summarizer, the host offers no sampling, a failure, a timeout,
+	// a summary not smaller than the result).
+	Fallback string
 }
 
 // Schedule compacts rec in the background when it needs it and returns at
@@ -347,18 +377,32 @@ func (c *Compactor) Compact(ctx context.Context, rec *store.Record) (Outcome, er
 			cur.Tool, compactInput(cur.Input), stats)
 	} else {
 		pointer = OffloadPath(cur.TaskID, cur.ToolCallID)
+		stub := func(how, body string) string {
+			return fmt.Sprintf("[result of %s %s %s; original: %s; toolCallId=%s; the raw input and output are kept: %s]\n%s",
+				cur.Tool, compactInput(cur.Input), how, stats, cur.ToolCallID, recover, body)
+		}
 		body, how := "", ""
-		if out.Strategy == Summarize && c.o.Summarizer != nil {
-			sum, serr := c.o.Summarizer.Summarize(ctx, text, c.o.Target)
-			if serr == nil && strings.TrimSpace(sum) != "" {
-				body, how, kind = sum, "summarized by the model (aibuddy precompaction, summarize)", store.CompactionSummarize
-			} else if ctx.Err() != nil {
-				return out, fmt.Errorf("compact: %s: summarize: %w", rec.ToolCallID, ctx.Err())
-			} else {
-				how = fmt.Sprintf("trimmed by aibuddy precompaction (the summarizer failed: %v)", serr)
+		if out.Strategy == Summarize {
+			sum, by, why, serr := c.summarize(ctx, cur.TaskID, cur.ToolCallID, cur.Tool, compactInput(cur.Input), text)
+			if serr != nil {
+				return out, fmt.Errorf("compact: %s: summarize: %w", rec.ToolCallID, serr)
 			}
-		} else if out.Strategy == Summarize {
-			how = "trimmed by aibuddy precompaction (no summarizer is configured)"
+			if by != "" {
+				// The summary enters only when its form is smaller than
+				// the result (seed: "only when it is smaller than the
+				// original"); else the result is trimmed.
+				sumHow := "summarized by " + by + " (aibuddy precompaction, summarize)"
+				if n := formBytes(stub(sumHow, sum), images, model); n < out.BeforeBytes {
+					body, how, kind, out.SummarizedBy = sum, sumHow, store.CompactionSummarize, by
+				} else {
+					why = fmt.Sprintf("the summary by %s (%s as compacted) was not smaller than the result (%s)", by,
+						plural(n, "byte", "bytes"), plural(out.BeforeBytes, "byte", "bytes"))
+				}
+			}
+			if kind == "" {
+				out.Fallback = why
+				how = "trimmed: " + why + " (aibuddy precompaction, summarize fell back to trim)"
+			}
 		}
 		if kind == "" {
 			kind = store.CompactionTrim
@@ -373,8 +417,7 @@ func (c *Compactor) Compact(ctx context.Context, rec *store.Record) (Outcome, er
 				how += "; " + tr.Removed
 			}
 		}
-		compactText = fmt.Sprintf("[result of %s %s %s; original: %s; toolCallId=%s; the raw input and output are kept: %s]\n%s",
-			cur.Tool, compactInput(cur.Input), how, stats, cur.ToolCallID, recover, body)
+		compactText = stub(how, body)
 	}
 	out.AfterTokens = c.o.Counter(compactText)
 	newModel := result.Wire{Content: append([]result.WireContent{{Type: "text", Text: compactText}}, images...),
@@ -403,10 +446,23 @@ func (c *Compactor) Compact(ctx context.Context, rec *store.Record) (Outcome, er
 	out.Replaced = ok
 	if ok {
 		out.Pointer = pointer
+		c.o.Logger.Info("compact: compacted", "toolCallId", cur.ToolCallID, "kind", string(kind), "summarizedBy", out.SummarizedBy,
+			"fallback", out.Fallback, "beforeBytes", out.BeforeBytes, "afterBytes", out.AfterBytes)
 	} else {
 		out.Reason = "not smaller"
 	}
 	return out, nil
+}
+
+// formBytes is the size in bytes of the model form holding text (and
+// images), as Compact encodes it.
+func formBytes(text string, images []result.WireContent, model result.Wire) int {
+	raw, err := json.Marshal(result.Wire{Content: append([]result.WireContent{{Type: "text", Text: text}}, images...),
+		IsError: model.IsError, Stage: model.Stage})
+	if err != nil {
+		return math.MaxInt
+	}
+	return len(raw)
 }
 
 // splitContent returns the joined text blocks and the other blocks.

@@ -214,10 +214,10 @@ func TestUnderThresholdUntouched(t *testing.T) {
 // blockingSummarizer waits for its context: only a stop ends it.
 type blockingSummarizer struct{ entered chan struct{} }
 
-func (b blockingSummarizer) Summarize(ctx context.Context, text string, maxTokens int) (string, error) {
+func (b blockingSummarizer) Summarize(ctx context.Context, _ *compact.SummaryRequest) (*compact.Summary, error) {
 	close(b.entered)
 	<-ctx.Done()
-	return "", ctx.Err()
+	return nil, ctx.Err()
 }
 
 func TestStopPropagatesIntoBackgroundCompaction(t *testing.T) {
@@ -256,14 +256,14 @@ func TestCloseStopsBackgroundWork(t *testing.T) {
 
 type fixedSummarizer string
 
-func (f fixedSummarizer) Summarize(ctx context.Context, text string, maxTokens int) (string, error) {
-	return string(f), nil
+func (f fixedSummarizer) Summarize(context.Context, *compact.SummaryRequest) (*compact.Summary, error) {
+	return &compact.Summary{Text: string(f), Model: "claude-haiku-4-5", Via: "anthropic"}, nil
 }
 
 type failingSummarizer struct{}
 
-func (failingSummarizer) Summarize(context.Context, string, int) (string, error) {
-	return "", errors.New("model overloaded")
+func (failingSummarizer) Summarize(context.Context, *compact.SummaryRequest) (*compact.Summary, error) {
+	return nil, errors.New("model overloaded")
 }
 
 func TestSummarizeWithPointerAndFallback(t *testing.T) {
@@ -274,7 +274,7 @@ func TestSummarizeWithPointerAndFallback(t *testing.T) {
 	r.c.Wait()
 	rec := r.get("c_sum")
 	m := modelText(t, rec)
-	if rec.Compaction != store.CompactionSummarize || rec.Pointer == "" || !strings.Contains(m, "summarized by the model") ||
+	if rec.Compaction != store.CompactionSummarize || rec.Pointer == "" || !strings.Contains(m, "summarized by claude-haiku-4-5 via anthropic") ||
 		!strings.Contains(m, "1,500 widgets") || !strings.Contains(m, `view_tool_call {"id":"c_sum"}`) {
 		t.Fatalf("%s / %s", rec.Compaction, m)
 	}
@@ -286,7 +286,7 @@ func TestSummarizeWithPointerAndFallback(t *testing.T) {
 	r2.rec.Call(context.Background(), "task1", &tool.Call{ID: "c_sum2", Name: "fetch"}, returning(tool.Text(doc)))
 	r2.c.Wait()
 	rec2 := r2.get("c_sum2")
-	if rec2.Compaction != store.CompactionTrim || !strings.Contains(modelText(t, rec2), "the summarizer failed: model overloaded") {
+	if rec2.Compaction != store.CompactionTrim || !strings.Contains(modelText(t, rec2), "trimmed: the summary request failed: model overloaded") {
 		t.Fatalf("fallback: %s %s", rec2.Compaction, modelText(t, rec2))
 	}
 }

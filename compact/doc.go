@@ -14,7 +14,18 @@
 //     long strings cut, each cut marked with what was removed); other text
 //     keeps its head and tail with a marker naming the omitted characters
 //     and lines.
-//   - [Summarize]: a [Summarizer] the agent loop provides writes a summary.
+//   - [Summarize]: a [Summarizer] writes a summary: `aibuddy run` gives
+//     one over its provider ([ModelSummarizer], settings
+//     compaction.summaryModel: a cheaper model of the same provider by
+//     default), `aibuddy mcp` one over the host's MCP sampling
+//     (mcpserver). The request is bounded: the result text cut to
+//     Options.SummaryInputMaxChars (head and tail), the summary to
+//     Options.SummaryMaxTokens, the wait to Options.SummaryTimeout, and it
+//     stops with the run. The summary enters only when its form is smaller
+//     in bytes than the result; its stub says "summarized by <model> via
+//     <provider|host sampling>". Without a summarizer, when it is
+//     unavailable (a host without sampling), fails, times out or is not
+//     smaller, the result is trimmed and the stub says "trimmed: <why>".
 //   - [Drop]: only for tools that declare their output disposable; the
 //     model form becomes a one-line stub with no recovery pointer.
 //

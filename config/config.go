@@ -293,6 +293,9 @@ type Compaction struct {
 	// GroupStrategies choose per tool group key ("filesystem", "execute",
 	// "mcp:<server>" is not a group: name MCP tools in Strategies).
 	GroupStrategies map[string]string `json:"groupStrategies,omitempty"`
+	// CompactionSummary holds the summary keys (summaryModel, ...;
+	// summarize.go).
+	CompactionSummary
 }
 
 // Agent configures the agent of `aibuddy run`. Zero means the default given.
@@ -642,6 +645,13 @@ func exactKeys(v any, t reflect.Type, at string) error {
 		if name != "" && name != "-" {
 			fields[name] = f.Type
 		}
+		if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct { // its keys sit in this object
+			for j := range f.Type.NumField() {
+				if n, _, _ := strings.Cut(f.Type.Field(j).Tag.Get("json"), ","); n != "" && n != "-" {
+					fields[n] = f.Type.Field(j).Type
+				}
+			}
+		}
 	}
 	for k, sub := range obj {
 		ft, ok := fields[k]
@@ -761,6 +771,9 @@ func (c *Config) validate() error {
 				return fmt.Errorf("%s.%s: %q is not a strategy (want trim, summarize, drop or keep)", where, k, v)
 			}
 		}
+	}
+	if err := c.Compaction.CompactionSummary.check(); err != nil {
+		return err
 	}
 	if t := c.Compaction; t.ThresholdTokens > 0 && t.TargetTokens >= t.ThresholdTokens {
 		return fmt.Errorf("compaction.targetTokens (%d) must be below compaction.thresholdTokens (%d)", t.TargetTokens, t.ThresholdTokens)

@@ -24,6 +24,11 @@
 // in the gateway's signed requestState; a host without elicitation gets
 // an Authorization-stage error.
 //
+// Summaries of large results (the compaction strategy "summarize") are
+// asked of the host through MCP sampling by [Sampler] (sampling.go), after
+// the tools/call reply, when the host declared sampling on 2025-11-25 or
+// older; otherwise the result is trimmed and its record says why.
+//
 // With Options.Passthrough, the upstream MCP servers' resources, resource
 // templates, prompts, completions and resource subscriptions are served
 // too (passthru.go), named by mcpclient's pass-through naming and bounded

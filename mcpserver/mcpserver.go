@@ -128,6 +128,8 @@ type Gateway struct {
 
 	carry carry     // answers across a host's input rounds (mrtr.go)
 	pt    *passthru // resources, prompts, completions; nil without upstream (passthru.go)
+
+	host hostSession // the session of the latest request, for sampling after a reply (sampling.go)
 }
 
 // CallToolName is the gateway's proxy tool for hosts that never refresh
@@ -171,7 +173,7 @@ func NewGateway(set *capability.Set, opts *Options) *Gateway {
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}}}
 	g.pt = newPassthru(o.Passthrough, so)
 	g.srv = mcp.NewServer(&mcp.Implementation{Name: o.Name, Version: o.Version}, so)
-	g.srv.AddReceivingMiddleware(g.unlisted)
+	g.srv.AddReceivingMiddleware(g.unlisted, g.host.note)
 	g.pt.attach(g.srv)
 	g.Update(set)
 	return g

@@ -361,6 +361,7 @@ func (c *common) resolve(ctx context.Context, o *Options) (*run, error) {
 	for k, v := range cc.GroupStrategies {
 		copts.GroupStrategies[k] = compact.Strategy(v)
 	}
+	summaryOptions(r.cfg, copts) // the summarizer itself is the command's: run.go, mcp.go
 	r.compactor, err = compact.New(st, copts)
 	if err != nil {
 		r.close()

@@ -88,6 +88,7 @@ makes (256 random bits) and keeps in the data folder's http-token file (mode
 					MaxChars: r.cfg.Limits.ResultMaxChars, MaxBlobBytes: int(r.cfg.MCP.PassthroughMaxBlobBytes)}
 			}
 			gw := &gateways{r: r, opts: opts, life: ctx}
+			r.compactor.SetSummarizer(gw) // summaries through the host's MCP sampling (summarize.go)
 			// On SIGTERM/SIGINT (ctx done) every call in flight is
 			// cancelled (execute stops its process group) and waited for,
 			// so no command outlives aibuddy mcp; but a call that has not

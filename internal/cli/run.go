@@ -158,6 +158,8 @@ endpoint, "off" closes it.`,
 			if err != nil {
 				return usageErr("%v", err)
 			}
+			// Summaries of large results through the same route (summarize.go).
+			r.compactor.SetSummarizer(runSummarizer(r.cfg, spec.route, model, modelName))
 			ao := agent.Options{
 				Model:     model,
 				ModelName: modelName,
