@@ -467,6 +467,12 @@ type ExecRequest struct {
 	// output: bounding is the writer's job.
 	Stdout io.Writer
 	Stderr io.Writer
+	// Stdin is the command's standard input, read to its end (or until
+	// the command stops reading) while it runs; nil is the null device
+	// (a prompt for input fails at once). Hooks pass their JSON input
+	// here (package hooks). An adapter that cannot feed a command's input
+	// fails the call with ErrUnsupported rather than run it without.
+	Stdin io.Reader
 }
 
 // ExecResult describes how a command ended.
