@@ -8,6 +8,7 @@ import (
 
 	"github.com/aibuddy/aibuddy/approval"
 	"github.com/aibuddy/aibuddy/capability"
+	"github.com/aibuddy/aibuddy/hooks"
 	"github.com/aibuddy/aibuddy/result"
 	"github.com/aibuddy/aibuddy/store"
 	"github.com/aibuddy/aibuddy/tool"
@@ -94,6 +95,9 @@ type Options struct {
 	// relative paths in ([PathKey]), so "a.txt", "./a.txt" and its
 	// absolute path share one lock. Default "": paths are only cleaned.
 	Workspace string
+	// Hooks runs the settings' PreToolUse and PostToolUse hooks
+	// (package hooks; hooks.go: where they sit). Default nil: none.
+	Hooks *hooks.Runner
 }
 
 // Pipeline is the chain of stages one call goes through, assembled once
@@ -193,8 +197,10 @@ func (p *Pipeline) Handler(run Run) Handler {
 	h := Handler(execution)
 	h = p.decisions(run)(h) // decided.go: answers given during execution
 	h = p.verification(h)
+	h = p.postToolUse(run)(h) // hooks.go: inside the path lock, after Verification
 	h = p.pathLock(h)
 	h = p.authorization(run)(h)
+	h = p.preToolUse(run)(h) // hooks.go: before the gate and the lock
 	h = parameters(h)
 	for i := len(p.opts.Middleware) - 1; i >= 0; i-- {
 		h = p.opts.Middleware[i](h)
