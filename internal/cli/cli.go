@@ -216,6 +216,8 @@ type run struct {
 	// policy is the run's approval policy (nil when approval.off): the
 	// permission engine over the sandbox's workspace.
 	policy *approval.Policy
+	// settingsFile is the settings file read ("" for none), for messages.
+	settingsFile string
 }
 
 func (r *run) close() {
@@ -244,7 +246,7 @@ func (r *run) close() {
 // policy puts to a person, at the Authorization stage.
 func (r *run) pipeline(confirm approval.Confirmer) *pipeline.Pipeline {
 	o := &pipeline.Options{Store: r.store, Background: r.life, MaxModelChars: r.cfg.Limits.ResultMaxChars,
-		Policy: r.policy, Confirmer: confirm, Logger: r.logger, Workspace: r.workspace}
+		Policy: r.policy, Confirmer: confirm, Logger: r.logger, Workspace: r.workspace, Hooks: r.hooks()}
 	if r.precompact && r.compactor != nil {
 		o.Compactor = r.compactor
 	}
@@ -267,7 +269,7 @@ func (c *common) resolve(ctx context.Context, o *Options) (*run, error) {
 		return nil, err
 	}
 	if cfg != nil {
-		r.cfg = cfg
+		r.cfg, r.settingsFile = cfg, c.settingsPath()
 	}
 	for name, raw := range r.cfg.MCPServers {
 		r.cfg.MCPServers[name] = anchorEnvFile(raw, cfgDir)
