@@ -176,13 +176,15 @@ func Fixed(set *capability.Set, d Dispatcher) func() (*capability.Set, Dispatche
 //  3. Options.Middleware, the embedder's;
 //  4. Parameters: the input checked against the tool's schema
 //     (tool.Tool.Validate);
-//  5. Authorization: approval.Gate with Options.Policy and Confirmer
-//     (denied, confirmed, rejected, or nobody to ask);
+//  5. Authorization: the PreToolUse hooks (Options.Hooks; hooks.go),
+//     then approval.Gate with Options.Policy and Confirmer (denied,
+//     confirmed, rejected, or nobody to ask);
 //  6. Execution: the set's Call (the tool's handler, its group's result
 //     hook), for a call that writes files (tool.Access kind Edit) once no
 //     other call of any run of this pipeline writes one of them (a lock
 //     per path, [PathKey], held through Verification);
-//  7. Verification: the tool's declared check of its effect ([Verify]);
+//  7. Verification: the tool's declared check of its effect ([Verify]),
+//     then, on a success, the PostToolUse hooks (still inside the lock);
 //  8. Record (closes): the final record (raw output with its evidence,
 //     stage, outcome) is written, then the result is bounded for the
 //     model (the projection) and handed back;
