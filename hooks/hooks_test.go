@@ -18,7 +18,7 @@ import (
 
 // newSandbox is a real local sandbox over a fresh workspace, confined as
 // execute is by default (workspace-write).
-func newSandbox(t *testing.T, mode string) (*localsandbox.Sandbox, string) {
+func newSandbox(t testing.TB, mode string) (*localsandbox.Sandbox, string) {
 	t.Helper()
 	ws := t.TempDir()
 	sb, err := localsandbox.New(ws, &localsandbox.Options{NoTempSweep: true, Confinement: &confine.Settings{Confinement: mode}})
