@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -52,8 +53,13 @@ func (p *Pipeline) preToolUse(run Run) Middleware {
 			}
 			out := r.Run(ctx, hooks.PreToolUse, hooks.Call{SessionID: run.TaskID, ToolUseID: call.ID, ToolName: call.Name,
 				Aliases: names[1:], ToolInput: call.Input})
-			if he, ok := out.Err.(*hooks.Error); ok {
-				return hookEvidence(tool.ErrorResult(tool.Errorf(tool.Authorization, "not run: %s", he.Error()).WithHint(he.Hint()), call.Name), out, hooks.PreToolUse)
+			if out.Err != nil { // fail closed, whatever the failure
+				hint := "the call was not run: PreToolUse hooks fail closed; tell the user"
+				var he *hooks.Error
+				if errors.As(out.Err, &he) {
+					hint = he.Hint()
+				}
+				return hookEvidence(tool.ErrorResult(tool.Errorf(tool.Authorization, "not run: %s", out.Err.Error()).WithHint(hint), call.Name), out, hooks.PreToolUse)
 			}
 			switch out.Decision {
 			case hooks.Deny:
@@ -231,9 +237,6 @@ func hookEvidence(res *tool.Result, out *hooks.Outcome, ev hooks.Event) *tool.Re
 		blocked[b.Hook] = true
 	}
 	var list []map[string]any
-	if prev, ok := res.Evidence[EvidenceHooks].([]map[string]any); ok {
-		list = append(list, prev...)
-	}
 	for _, h := range out.Ran {
 		e := map[string]any{"event": string(ev), "command": h.Command, "where": h.Where}
 		switch {
@@ -250,6 +253,10 @@ func hookEvidence(res *tool.Result, out *hooks.Outcome, ev hooks.Event) *tool.Re
 			e["message"] = m
 		}
 		list = append(list, e)
+	}
+	// PostToolUse hooks sit inside PreToolUse ones: theirs came later.
+	if prev, ok := res.Evidence[EvidenceHooks].([]map[string]any); ok {
+		list = append(list, prev...)
 	}
 	cp := *res
 	cp.Evidence = tool.Evidence{}

@@ -216,3 +216,38 @@ func TestPreToolUseUpdatedInput(t *testing.T) {
 		t.Errorf("bad updatedInput: %s", textOf(res))
 	}
 }
+
+// TestHooksMatchMCPToolsByClaudeCodeName: an MCP tool (server__tool) is
+// matched by Claude Code's mcp__server__tool too, and both events' hooks
+// are in the evidence, in the order they ran.
+func TestHooksMatchMCPToolsByClaudeCodeName(t *testing.T) {
+	ws := t.TempDir()
+	sb, err := localsandbox.New(ws, &localsandbox.Options{NoTempSweep: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sb.Close() })
+	issue := tool.MustDefine(tool.Spec{Name: "github__create_issue", InputSchema: json.RawMessage(`{"type":"object"}`),
+		Handler: func(context.Context, *tool.Call) (*tool.Result, error) { return tool.Text("issue #7 created"), nil }})
+	set, _, err := capability.Resolve(registry.New(nil, nil, nil), capability.RunSpec{MCP: []capability.MCPServer{{Name: "github", Connected: true, Tools: []*tool.Tool{issue}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := `cat >> "$CLAUDE_PROJECT_DIR/log.jsonl"`
+	hs := []hooks.Hook{mkHook(t, hooks.PreToolUse, "mcp__github__.*", log), mkHook(t, hooks.PostToolUse, "github__create_issue", log+"; echo '{\"hookSpecificOutput\":{\"additionalContext\":\"logged\"}}'")}
+	h := pipeline.New(&pipeline.Options{Hooks: hooks.New(hs, hooks.Options{Sandbox: sb})}).Handler(pipeline.Run{TaskID: "t", Tools: pipeline.Fixed(set, nil)})
+	res := h(context.Background(), &tool.Call{ID: "c", Name: "github__create_issue", Input: json.RawMessage(`{"title":"x"}`)})
+	if res.IsError || !strings.Contains(textOf(res), "logged") {
+		t.Fatalf("%s", textOf(res))
+	}
+	b, _ := os.ReadFile(filepath.Join(ws, "log.jsonl"))
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], `"hook_event_name":"PreToolUse","tool_name":"github__create_issue"`) ||
+		!strings.Contains(lines[1], `"tool_response":{"evidence":null,"text":"issue #7 created"}`) {
+		t.Errorf("hook inputs:\n%s", b)
+	}
+	ev, _ := res.Evidence[pipeline.EvidenceHooks].([]map[string]any)
+	if len(ev) != 2 || ev[0]["event"] != "PreToolUse" || ev[1]["event"] != "PostToolUse" {
+		t.Errorf("hooks evidence %v", ev)
+	}
+}
