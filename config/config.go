@@ -59,6 +59,9 @@ type Config struct {
 	// only when set explicitly (their defaults give way to the block's
 	// defaultMode); approval.deniedPaths keeps its default either way.
 	Permissions *permissions.Settings `json:"permissions,omitempty"`
+	// Hooks are PreToolUse and PostToolUse commands in Claude Code's
+	// settings shape (config/hooks.go; package hooks runs them).
+	Hooks *Hooks `json:"hooks,omitempty"`
 	// Provider configures the model routes of "aibuddy run".
 	Provider Provider `json:"provider"`
 	// Agent configures `aibuddy run`'s step loop.
@@ -543,6 +546,11 @@ type Limits struct {
 	// GOPATH), "NAME=VALUE" sets it (e.g. "CI=0"), "-NAME" removes it
 	// (e.g. "-CI"). Default none.
 	ExecEnv []string `json:"execEnv,omitempty"`
+	// HookTimeout bounds a hook without its own "timeout"; default 60 s
+	// (Claude Code's). HookMaxOutputBytes bounds what is kept of one
+	// hook's stdout, and of its stderr, in bytes; default 65,536.
+	HookTimeout        Duration `json:"hookTimeout,omitempty"`
+	HookMaxOutputBytes int      `json:"hookMaxOutputBytes,omitempty"`
 }
 
 // DefaultExecMaxTimeout is limits.execMaxTimeout when unset (the default of
@@ -856,6 +864,9 @@ func (c *Config) validate() error {
 				return fmt.Errorf("%s[%d] %q is not a tool name or glob pattern (\"*\", \"?\", \"[a-z]\"); fix or remove it", where, i, p)
 			}
 		}
+	}
+	if err := c.checkHooks(); err != nil {
+		return err
 	}
 	for i, k := range c.ToolKeys {
 		if strings.TrimSpace(k) == "" {

@@ -11,10 +11,12 @@
 //	Discovery         the run's Dispatcher: tool_search, inactive names refused
 //	Options.Middleware the embedder's own, here and only here
 //	Parameters        input checked against the tool's compiled schema
+//	PreToolUse hooks  Options.Hooks: deny, ask, allow, updatedInput (Authorization stage)
 //	Authorization     approval.Gate: denied, confirmed by a person, or refused
 //	Path lock         a call writing files waits for others writing them
 //	Execution         the tool set's Call (handler, group result hook)
 //	Verification      the tool's declared check of its effect (tool.Spec.Verify)
+//	PostToolUse hooks Options.Hooks, on a verified success, the lock still held
 //	Record closes     final record (output, evidence, stage, outcome), then the
 //	                  model projection bounded, then background compaction
 //

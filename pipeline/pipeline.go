@@ -8,6 +8,7 @@ import (
 
 	"github.com/aibuddy/aibuddy/approval"
 	"github.com/aibuddy/aibuddy/capability"
+	"github.com/aibuddy/aibuddy/hooks"
 	"github.com/aibuddy/aibuddy/result"
 	"github.com/aibuddy/aibuddy/store"
 	"github.com/aibuddy/aibuddy/tool"
@@ -94,6 +95,9 @@ type Options struct {
 	// relative paths in ([PathKey]), so "a.txt", "./a.txt" and its
 	// absolute path share one lock. Default "": paths are only cleaned.
 	Workspace string
+	// Hooks runs the settings' PreToolUse and PostToolUse hooks
+	// (package hooks; hooks.go: where they sit). Default nil: none.
+	Hooks *hooks.Runner
 }
 
 // Pipeline is the chain of stages one call goes through, assembled once
@@ -172,13 +176,15 @@ func Fixed(set *capability.Set, d Dispatcher) func() (*capability.Set, Dispatche
 //  3. Options.Middleware, the embedder's;
 //  4. Parameters: the input checked against the tool's schema
 //     (tool.Tool.Validate);
-//  5. Authorization: approval.Gate with Options.Policy and Confirmer
-//     (denied, confirmed, rejected, or nobody to ask);
+//  5. Authorization: the PreToolUse hooks (Options.Hooks; hooks.go),
+//     then approval.Gate with Options.Policy and Confirmer (denied,
+//     confirmed, rejected, or nobody to ask);
 //  6. Execution: the set's Call (the tool's handler, its group's result
 //     hook), for a call that writes files (tool.Access kind Edit) once no
 //     other call of any run of this pipeline writes one of them (a lock
 //     per path, [PathKey], held through Verification);
-//  7. Verification: the tool's declared check of its effect ([Verify]);
+//  7. Verification: the tool's declared check of its effect ([Verify]),
+//     then, on a success, the PostToolUse hooks (still inside the lock);
 //  8. Record (closes): the final record (raw output with its evidence,
 //     stage, outcome) is written, then the result is bounded for the
 //     model (the projection) and handed back;
@@ -193,8 +199,10 @@ func (p *Pipeline) Handler(run Run) Handler {
 	h := Handler(execution)
 	h = p.decisions(run)(h) // decided.go: answers given during execution
 	h = p.verification(h)
+	h = p.postToolUse(run)(h) // hooks.go: inside the path lock, after Verification
 	h = p.pathLock(h)
 	h = p.authorization(run)(h)
+	h = p.preToolUse(run)(h) // hooks.go: before the gate and the lock
 	h = parameters(h)
 	for i := len(p.opts.Middleware) - 1; i >= 0; i-- {
 		h = p.opts.Middleware[i](h)

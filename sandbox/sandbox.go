@@ -474,6 +474,12 @@ type ExecRequest struct {
 	// without a process id to give pass 0 or never call it. For the
 	// record of background jobs (package jobs).
 	Started func(pid int)
+	// Stdin is the command's standard input, read to its end (or until
+	// the command stops reading) while it runs; nil is the null device
+	// (a prompt for input fails at once). Hooks pass their JSON input
+	// here (package hooks). An adapter that cannot feed a command's input
+	// fails the call with ErrUnsupported rather than run it without.
+	Stdin io.Reader
 }
 
 // ExecResult describes how a command ended.

@@ -218,6 +218,8 @@ type run struct {
 	// permission engine over the sandbox's workspace.
 	policy *approval.Policy
 	jobs   *jobs.Runner // background jobs (jobs.go); nil when off
+	// settingsFile is the settings file read ("" for none), for messages.
+	settingsFile string
 }
 
 func (r *run) close() {
@@ -247,7 +249,7 @@ func (r *run) close() {
 // policy puts to a person, at the Authorization stage.
 func (r *run) pipeline(confirm approval.Confirmer) *pipeline.Pipeline {
 	o := &pipeline.Options{Store: r.store, Background: r.life, MaxModelChars: r.cfg.Limits.ResultMaxChars,
-		Policy: r.policy, Confirmer: confirm, Logger: r.logger, Workspace: r.workspace}
+		Policy: r.policy, Confirmer: confirm, Logger: r.logger, Workspace: r.workspace, Hooks: r.hooks()}
 	if r.precompact && r.compactor != nil {
 		o.Compactor = r.compactor
 	}
@@ -270,7 +272,7 @@ func (c *common) resolve(ctx context.Context, o *Options) (*run, error) {
 		return nil, err
 	}
 	if cfg != nil {
-		r.cfg = cfg
+		r.cfg, r.settingsFile = cfg, c.settingsPath()
 	}
 	for name, raw := range r.cfg.MCPServers {
 		r.cfg.MCPServers[name] = anchorEnvFile(raw, cfgDir)

@@ -37,7 +37,9 @@ const (
 //     sandbox.ErrNotDir. Nothing is started then.
 //   - The command runs in its own session (setsid): no controlling
 //     terminal, and its own process group whose id is the shell's pid.
-//     Stdin is /dev/null, so a prompt for input fails at once.
+//     Stdin is req.Stdin, fed through a pipe while the command runs (the
+//     pipe is closed at its end, or when the command ends), else
+//     /dev/null, so a prompt for input fails at once.
 //   - Environment: req.Env when non-nil, else [DefaultEnv] (never the
 //     host's whole environment), plus AIBUDDY_EXEC_ID=<random id> (see
 //     below).
@@ -102,6 +104,7 @@ func (s *Sandbox) Exec(ctx context.Context, req sandbox.ExecRequest) (*sandbox.E
 type runSpec struct {
 	dir        string // absolute, symlinks resolved, inside the workspace
 	env        []string
+	stdin      *os.File // read end of the pipe fed from req.Stdin; nil: the null device
 	killDelay  time.Duration
 	drainGrace time.Duration
 }

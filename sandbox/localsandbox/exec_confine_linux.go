@@ -27,7 +27,7 @@ func (s *Sandbox) startProc(ctx context.Context, req sandbox.ExecRequest, spec r
 	}
 	p, err := s.conf.driver.Start(ctx, s.conf.policy, &confine.Command{
 		Path: shell, Args: []string{s.opts.Shell, "-c", req.Command}, Dir: spec.dir, Env: spec.env,
-		Stdout: outW, Stderr: errW, TempDir: tmp, Deny: s.conf.deny, Sockets: s.conf.socks,
+		Stdin: spec.stdin, Stdout: outW, Stderr: errW, TempDir: tmp, Deny: s.conf.deny, Sockets: s.conf.socks,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("localsandbox: exec: %w: %w", sandbox.ErrConfinement, err)

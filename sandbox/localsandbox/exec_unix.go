@@ -44,10 +44,18 @@ func (s *Sandbox) run(ctx context.Context, req sandbox.ExecRequest, spec runSpec
 			s.trace(execTrace{what: what, at: at, due: due})
 		}
 	}
+	feed, err := feedStdin(req.Stdin, &spec)
+	if err != nil {
+		return nil, err
+	}
+	defer feed()
 	start := time.Now()
 	proc, err := s.startProc(ctx, req, spec, outW, errW)
 	outW.Close()
 	errW.Close()
+	if spec.stdin != nil {
+		spec.stdin.Close() // the command holds its own copy
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -168,6 +176,28 @@ func (s *Sandbox) run(ctx context.Context, req sandbox.ExecRequest, spec runSpec
 	return res, nil
 }
 
+// feedStdin starts copying r into a pipe whose read end becomes
+// spec.stdin (nothing when r is nil). The returned stop closes the write
+// end and waits for the copy: called when the command has ended, it
+// never blocks for long (the readers are gone, so a write fails at once).
+func feedStdin(r io.Reader, spec *runSpec) (stop func(), err error) {
+	if r == nil {
+		return func() {}, nil
+	}
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("localsandbox: exec: stdin: %w", err)
+	}
+	spec.stdin = inR
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = io.Copy(inW, r) // EPIPE when the command stops reading: its choice
+		inW.Close()
+	}()
+	return func() { inW.Close(); <-done }, nil
+}
+
 // execProc is a started command as the stop mechanism of run sees it:
 // the shell run directly in its own session (plainProc), or under the OS
 // confinement (confinedProc, Linux).
@@ -206,6 +236,9 @@ func (s *Sandbox) startPlain(req sandbox.ExecRequest, spec runSpec, outW, errW *
 	marker := execMarkerKey + "=" + newExecID()
 	cmd.Env = append(append(make([]string, 0, len(spec.env)+1), spec.env...), marker)
 	cmd.Stdin = nil // the null device
+	if spec.stdin != nil {
+		cmd.Stdin = spec.stdin
+	}
 	cmd.Stdout = outW
 	cmd.Stderr = errW
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
