@@ -187,6 +187,7 @@ runs single tool calls, and explains the effective tool set of a run.`,
 	}
 	root.AddCommand(newMCP(o), newCall(o), newTools(o), newCalls(o))
 	root.AddCommand(newRun(o))
+	root.AddCommand(newUI(o)) // ui.go: the web view over the call records
 	return root
 }
 
@@ -216,6 +217,8 @@ type run struct {
 	// policy is the run's approval policy (nil when approval.off): the
 	// permission engine over the sandbox's workspace.
 	policy *approval.Policy
+	// ui is the web view of aibuddy mcp --http (ui.go); nil otherwise.
+	ui *uiLive
 }
 
 func (r *run) close() {
@@ -245,6 +248,7 @@ func (r *run) close() {
 func (r *run) pipeline(confirm approval.Confirmer) *pipeline.Pipeline {
 	o := &pipeline.Options{Store: r.store, Background: r.life, MaxModelChars: r.cfg.Limits.ResultMaxChars,
 		Policy: r.policy, Confirmer: confirm, Logger: r.logger, Workspace: r.workspace}
+	o.Observer = r.ui.observer() // ui.go: the web view's live page; nil without one
 	if r.precompact && r.compactor != nil {
 		o.Compactor = r.compactor
 	}
