@@ -102,6 +102,9 @@ func crossSite(req *http.Request, changing bool) string {
 	if sfs == "cross-site" || (changing && sfs != "" && sfs != "same-origin") {
 		return "Sec-Fetch-Site is " + sfs
 	}
+	if origin == "null" && sfs == "same-origin" {
+		return "" // an opaque origin the browser itself vouches for as this one
+	}
 	if origin != "" {
 		u, err := url.Parse(origin)
 		if err != nil || u.Host == "" || !strings.EqualFold(u.Host, req.Host) || (u.Scheme != "http" && u.Scheme != "https") {
