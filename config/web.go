@@ -14,6 +14,7 @@ const (
 	DefaultWebTasks           = 100              // web.tasks: tasks listed on the records page
 	DefaultWebSearchTasks     = 200              // web.searchTasks: most recent tasks a search reads
 	DefaultWebKeepAlive       = 15 * time.Second // web.keepAlive: idle interval of the event stream's comments
+	DefaultWebRecentCalls     = 100              // web.recentCalls: finished calls the live page keeps
 )
 
 // Web configures the web view: /ui on `aibuddy mcp --http` and `aibuddy
@@ -42,6 +43,9 @@ type Web struct {
 	// KeepAlive is the interval of comment lines on an idle event stream
 	// (proxies close silent connections). Default 15 s.
 	KeepAlive Duration `json:"keepAlive,omitempty"`
+	// RecentCalls is how many finished calls the live page keeps beside
+	// the running ones (older ones are on the records pages). Default 100.
+	RecentCalls int `json:"recentCalls,omitempty"`
 }
 
 // validateWeb checks the web block and approval.via.
@@ -49,7 +53,7 @@ func (c *Config) validateWeb() error {
 	w := c.Web
 	for k, v := range map[string]int64{"web.eventBuffer": int64(w.EventBuffer), "web.outputTailBytes": int64(w.OutputTailBytes),
 		"web.sessionTTL": int64(w.SessionTTL), "web.pageChars": int64(w.PageChars), "web.tasks": int64(w.Tasks),
-		"web.searchTasks": int64(w.SearchTasks), "web.keepAlive": int64(w.KeepAlive)} {
+		"web.searchTasks": int64(w.SearchTasks), "web.keepAlive": int64(w.KeepAlive), "web.recentCalls": int64(w.RecentCalls)} {
 		if v < 0 {
 			return fmt.Errorf("%s is negative (omit it or use 0 for its default)", k)
 		}
@@ -77,6 +81,7 @@ func (w Web) Resolved() Web {
 	w.PageChars = w.or(w.PageChars, DefaultWebPageChars)
 	w.Tasks = w.or(w.Tasks, DefaultWebTasks)
 	w.SearchTasks = w.or(w.SearchTasks, DefaultWebSearchTasks)
+	w.RecentCalls = w.or(w.RecentCalls, DefaultWebRecentCalls)
 	if w.SessionTTL == 0 {
 		w.SessionTTL = Duration(DefaultWebSessionTTL)
 	}

@@ -233,4 +233,3 @@ func writeConfigFile(t *testing.T, doc string) string {
 	}
 	return p
 }
-
