@@ -2,16 +2,20 @@ package web
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"html/template"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/aibuddy/aibuddy/pipeline"
 	"github.com/aibuddy/aibuddy/result"
 	"github.com/aibuddy/aibuddy/store"
 	"github.com/aibuddy/aibuddy/tool"
@@ -66,6 +70,9 @@ type stageCount struct {
 func countStages(recs []*store.Record) map[string]int {
 	m := map[string]int{}
 	for _, r := range recs {
+		if isConfirm(r) {
+			continue // the exchange: its call carries the outcome
+		}
 		if r.Outcome == store.OutcomeError || r.Outcome == store.OutcomeCancelled {
 			st := r.Stage
 			if st == "" {
@@ -124,7 +131,7 @@ func (s *Server) tasksPage(w http.ResponseWriter, req *http.Request, sess *sessi
 		}
 		row := taskRow{ID: id}
 		for _, r := range recs {
-			if r.Tool == "confirm" && strings.HasSuffix(r.ToolCallID, "#confirm") {
+			if isConfirm(r) {
 				continue // a confirm exchange, shown with its call
 			}
 			row.Calls++
@@ -240,6 +247,7 @@ type pane struct {
 	Text              string
 	Page, Pages       int
 	Chars             int
+	Unit              string // of Chars and pages: characters, or bytes
 	Param             string
 	Prev, Next        string // links, "" at the ends
 }
@@ -251,7 +259,7 @@ func paged(name, title, note, text string, p, n int, base url.Values, param stri
 	pages := max(1, (len(r)+n-1)/n)
 	p = min(max(p, 0), pages-1)
 	lo, hi := p*n, min((p+1)*n, len(r))
-	pn := pane{Name: name, Title: title, Note: note, Text: string(r[lo:hi]), Page: p + 1, Pages: pages, Chars: len(r), Param: param}
+	pn := pane{Name: name, Title: title, Note: note, Text: string(r[lo:hi]), Page: p + 1, Pages: pages, Chars: len(r), Unit: "characters", Param: param}
 	link := func(to int) string {
 		v := url.Values{}
 		for k, vs := range base {
@@ -300,8 +308,12 @@ func (s *Server) callPage(w http.ResponseWriter, req *http.Request, sess *sessio
 	if rec.Compaction != store.CompactionNone {
 		modelNote = "compacted (" + string(rec.Compaction) + ")"
 	}
+	clientPane := paged("client", "Client", "display fields and the result as the client got it", clientText, num("cp"), n, q, "cp")
+	if full, ok := s.fullOutput(req.Context(), rec, int64(num("cp"))*int64(n), int64(n)); ok {
+		clientPane = full.pane(num("cp"), n, q)
+	}
 	panes := []pane{
-		paged("client", "Client", "display fields and the complete output", clientText, num("cp"), n, q, "cp"),
+		clientPane,
 		paged("model", "Model", modelNote, model.Text(), num("mp"), n, q, "mp"),
 		paged("record", "Record", "raw input and output, durable", "input:\n"+pretty(rec.Input)+"\n\noutput:\n"+pretty(rec.Output), num("rp"), n, q, "rp"),
 	}
@@ -311,7 +323,7 @@ func (s *Server) callPage(w http.ResponseWriter, req *http.Request, sess *sessio
 		saving["Pct"] = 100 - len(rec.Model)*100/len(rec.Output)
 	}
 	var confirm *store.Record
-	if c, err := s.o.Store.Get(req.Context(), id+"#confirm"); err == nil {
+	if c, err := s.o.Store.Get(req.Context(), id+pipeline.ConfirmRecordSuffix); err == nil {
 		confirm = c
 	}
 	view := ""
@@ -322,4 +334,80 @@ func (s *Server) callPage(w http.ResponseWriter, req *http.Request, sess *sessio
 	s.render(w, http.StatusOK, "call", page{Title: rec.Tool + " " + id, Nav: "tasks", CSRF: sess.csrf, Data: map[string]any{
 		"Rec": rec, "Client": client, "Panes": panes, "Saving": saving, "View": view, "Confirm": confirm,
 		"PageChars": n}})
+}
+
+// isConfirm reports whether r is the record of a confirm exchange
+// (pipeline.ConfirmRecordSuffix), not of a call.
+func isConfirm(r *store.Record) bool {
+	return r.Tool == pipeline.ConfirmTool && strings.HasSuffix(r.ToolCallID, pipeline.ConfirmRecordSuffix)
+}
+
+// full is one page of a command's complete output.
+type full struct {
+	data []byte
+	size int64
+	from string
+}
+
+func (f full) pane(p, n int, base url.Values) pane {
+	pages := int(max(1, (f.size+int64(n)-1)/int64(n)))
+	text := strings.ToValidUTF8(string(f.data), "\uFFFD")
+	pn := paged("client", "Client", "the complete output as streamed ("+f.from+", pages of "+strconv.Itoa(n)+" bytes)", text, 0, len(f.data)+1, base, "cp")
+	pn.Page, pn.Pages, pn.Chars, pn.Unit = min(max(p, 0), pages-1)+1, pages, int(f.size), "bytes"
+	pn.Prev, pn.Next = "", ""
+	link := func(to int) string {
+		v := url.Values{}
+		for k, vs := range base {
+			v[k] = vs
+		}
+		v.Set("cp", strconv.Itoa(to))
+		return "?" + v.Encode() + "#client"
+	}
+	if pn.Page > 1 {
+		pn.Prev = link(pn.Page - 2)
+	}
+	if pn.Page < pages {
+		pn.Next = link(pn.Page)
+	}
+	return pn
+}
+
+// fullOutput reads bytes [off, off+n) of the call's complete output when
+// one was kept: the store's payload "outputs/<toolCallId>.log"
+// (store.Payloads), else the full output file the result's evidence
+// names (full_output_path), read only when it lies in Options.DataDir.
+func (s *Server) fullOutput(ctx context.Context, rec *store.Record, off, n int64) (full, bool) {
+	if pl, ok := s.o.Store.(store.Payloads); ok {
+		if data, size, err := pl.ReadPayload(ctx, rec.TaskID, "outputs/"+rec.ToolCallID+".log", off, n); err == nil {
+			return full{data: data, size: size, from: "payload"}, true
+		}
+	}
+	w, err := result.Decode(rec.Output)
+	if err != nil || s.o.DataDir == "" {
+		return full{}, false
+	}
+	path, _ := w.Evidence["full_output_path"].(string)
+	if path == "" {
+		return full{}, false
+	}
+	root, err := filepath.Abs(s.o.DataDir)
+	if err != nil {
+		return full{}, false
+	}
+	if rel, err := filepath.Rel(root, filepath.Clean(path)); err != nil || !filepath.IsLocal(rel) {
+		return full{}, false // not ours to read
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return full{}, false
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		return full{}, false
+	}
+	off = min(max(off, 0), fi.Size())
+	buf := make([]byte, min(n, fi.Size()-off))
+	k, _ := f.ReadAt(buf, off)
+	return full{data: buf[:k], size: fi.Size(), from: "full output file"}, true
 }

@@ -40,6 +40,10 @@ type Options struct {
 	// Settings are the web block of the settings; zero fields take their
 	// defaults (config.Web.Resolved).
 	Settings config.Web
+	// DataDir is the data folder: the call page reads a command's full
+	// output file (named by its result's evidence) only inside it.
+	// Default "": only the store's payloads.
+	DataDir string
 	// Now is the clock; default time.Now.
 	Now func() time.Time
 	// Logger receives store errors; default discard.

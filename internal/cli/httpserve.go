@@ -86,7 +86,7 @@ func (g *gateways) handler(o httpOptions) http.Handler {
 	mux.Handle("/mcp", h)
 	mux.Handle("/mcp/", h)
 	if g.ui != nil { // ui.go: the web view, the same token at its login form
-		mux.Handle("/ui/", g.ui.handler(o, &web.Options{Store: g.r.store}))
+		mux.Handle("/ui/", g.ui.handler(o, &web.Options{Store: g.r.store, DataDir: g.r.dataDir}))
 		mux.Handle("/ui", http.RedirectHandler("/ui/", http.StatusSeeOther))
 	}
 	if o.Metadata != nil {

@@ -266,7 +266,7 @@ entered once at /ui/login.`,
 			}
 			check := staticToken(token)
 			mux := http.NewServeMux()
-			mux.Handle(web.Prefix+"/", web.New(&web.Options{Verify: verifierOf(check), Store: st, Settings: cfg.Web}))
+			mux.Handle(web.Prefix+"/", web.New(&web.Options{Verify: verifierOf(check), Store: st, Settings: cfg.Web, DataDir: data}))
 			mux.Handle(web.Prefix, http.RedirectHandler(web.Prefix+"/", http.StatusSeeOther))
 			var m config.MCP
 			var ho httpOptions

@@ -98,7 +98,13 @@ async function records(page) {
   const pos1 = await rec.locator(".pos").innerText();
   const m = /page 1 of (\d+)/.exec(pos1);
   if (!m || +m[1] < 2) throw new Error("the record is not paged: " + pos1);
+  const cl = page.locator("#client");
+  if (!/complete output/.test(await cl.innerText())) throw new Error("the client pane is not the complete output: " + (await cl.locator("h2").innerText()));
   await page.screenshot({ path: shots + "/7-call-page1.png", fullPage: false });
+  await cl.locator("a[rel=next]").click();
+  await page.locator("#client .pos", { hasText: "page 2 of" }).waitFor({ timeout: T });
+  const c2 = await page.locator("#client pre").innerText();
+  if (!c2.includes("\n5000\n") || c2.includes("\n100\n")) throw new Error("client page 2 does not go on from page 1: " + c2.slice(0, 60));
   await rec.locator("a[rel=next]").click();
   await page.locator("#record .pos", { hasText: "page 2 of" }).waitFor({ timeout: T });
   const text = await page.locator("#record pre").innerText();
