@@ -3,12 +3,17 @@ package cli
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -232,4 +237,78 @@ func writeConfigFile(t *testing.T, doc string) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// The live state /ui/api/snapshot gives a logged-in browser over aibuddy
+// mcp --http: the upstream server with its state and the count gate's
+// decision (discovery.perServer 1 defers its two tools), the session's
+// tool set with the tool tool_search activated, the exclusions with their
+// reasons, and the calls.
+func TestWebLiveState(t *testing.T) {
+	t.Setenv(TokenEnv, testToken)
+	doc, _ := json.Marshal(map[string]any{
+		"discovery": map[string]any{"perServer": 1},
+		"mcpServers": map[string]any{"live": map[string]any{
+			"command": os.Args[0], "args": []string{"-test.run=^$"}, "env": map[string]string{"AIBUDDY_CLI_TEST_MCP_SERVER": "1"}}}})
+	cfg := writeConfigFile(t, string(doc))
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	base, served := startServing(t, ctx, regexp.MustCompile(`at (http://[^ ]+)/mcp`),
+		"mcp", "--http", "127.0.0.1:0", "--config", cfg, "--workspace", t.TempDir(), "--data-dir", t.TempDir())
+	cs := connectHTTP(t, ctx, base+"/mcp", testToken, nil)
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "tool_search", Arguments: map[string]any{"query": "select:live__grow"}})
+	if err != nil || res.IsError {
+		t.Fatalf("tool_search: %v %+v", err, res)
+	}
+	jar, _ := cookiejar.New(nil)
+	hc := &http.Client{Jar: jar}
+	req, _ := http.NewRequest("POST", base+"/ui/login", strings.NewReader(url.Values{"token": {testToken}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", base)
+	if r, err := hc.Do(req); err != nil || r.StatusCode != 200 {
+		t.Fatalf("login: %v %v", err, r.Status)
+	}
+	r, err := hc.Get(base + "/ui/api/snapshot")
+	if err != nil || r.StatusCode != 200 {
+		t.Fatalf("snapshot: %v", err)
+	}
+	var snap struct {
+		Servers    []struct{ Name, State, Gate string }
+		Sessions   []struct{ Active, Activated, Deferred []string }
+		Exclusions []struct{ Tool, Reason, Detail string }
+		Calls      []struct{ Tool, Status, Summary string }
+	}
+	if err := json.NewDecoder(r.Body).Decode(&snap); err != nil {
+		t.Fatal(err)
+	}
+	r.Body.Close()
+	if len(snap.Servers) != 1 || snap.Servers[0].Name != "live" || snap.Servers[0].State != "connected" ||
+		!strings.Contains(snap.Servers[0].Gate, "deferred") || !strings.Contains(snap.Servers[0].Gate, "> 1") {
+		t.Errorf("servers: %+v", snap.Servers)
+	}
+	if len(snap.Sessions) != 1 || !slices.Contains(snap.Sessions[0].Activated, "live__grow") || !slices.Contains(snap.Sessions[0].Active, "live__grow") ||
+		!slices.Contains(snap.Sessions[0].Deferred, "live__old") {
+		t.Errorf("sessions: %+v", snap.Sessions)
+	}
+	excluded := false
+	for _, x := range snap.Exclusions {
+		excluded = excluded || (x.Tool == "view_skill" && x.Reason != "" && x.Detail != "")
+	}
+	if !excluded {
+		t.Errorf("exclusions: %+v", snap.Exclusions)
+	}
+	if len(snap.Calls) != 1 || snap.Calls[0].Tool != "tool_search" || snap.Calls[0].Status != "ok" || snap.Calls[0].Summary == "" {
+		t.Errorf("calls: %+v", snap.Calls)
+	}
+	// The MCP endpoint's token does not open the pages by itself, and the
+	// pages' cookie does not open the MCP endpoint.
+	if r, _ := http.Get(base + "/ui/api/snapshot"); r.StatusCode != http.StatusUnauthorized {
+		t.Errorf("snapshot without a session: %s", r.Status)
+	}
+	if r, _ := hc.Post(base+"/mcp", "application/json", strings.NewReader(`{}`)); r.StatusCode != http.StatusUnauthorized {
+		t.Errorf("/mcp with the pages' cookie only: %s", r.Status)
+	}
+	_ = cs.Close()
+	stop()
+	<-served
 }
