@@ -329,6 +329,15 @@ func TestEventsResumeAndGap(t *testing.T) {
 	if snap.Seq != 23 || len(snap.Calls) != 1 || snap.Calls[0].OutputBytes != 24 || snap.Calls[0].Output != "one\n"+strings.Repeat("x", 20) {
 		t.Fatalf("snapshot after the gap: %+v", snap)
 	}
+	// A heartbeat is an event of its own and the call's last beat.
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	r.hub.Event("c1", tool.Event{Kind: tool.EventHeartbeat, Time: at})
+	if e := late.next(t); e.kind != "beat" || !strings.Contains(e.data, `"at":"2026-01-02T03:04:05Z"`) {
+		t.Fatalf("heartbeat event: %+v", e)
+	}
+	if got := r.hub.Snapshot().Calls[0].LastBeat; !got.Equal(at) {
+		t.Fatalf("last beat %v", got)
+	}
 	// Stop cancels the call's context, End reports it.
 	if !r.hub.Stop("c1") || ctx.Err() == nil {
 		t.Fatal("Stop did not cancel the call's context")

@@ -264,6 +264,9 @@ entered once at /ui/login.`,
 			if err != nil {
 				return usageErr("listen on %s: %v", addr, err)
 			}
+			if tcp, ok := ln.Addr().(*net.TCPAddr); ok && !tcp.IP.IsLoopback() {
+				fmt.Fprintf(cmd.ErrOrStderr(), "aibuddy: WARNING: %s is not a loopback address: the token and the records travel unencrypted over plain HTTP. Bind 127.0.0.1 unless a TLS proxy in front terminates the connection.\n", ln.Addr())
+			}
 			check := staticToken(token)
 			mux := http.NewServeMux()
 			mux.Handle(web.Prefix+"/", web.New(&web.Options{Verify: verifierOf(check), Store: st, Settings: cfg.Web, DataDir: data}))
