@@ -161,6 +161,14 @@ type BrokerOptions struct {
 	OnChange func()
 	// Now is the clock; default time.Now.
 	Now func() time.Time
+	// Timeout bounds how long a request waits for a person (settings
+	// web.approvalTimeout); past it the request is withdrawn and the
+	// action refused at the Authorization stage, never run unasked.
+	// Default 0: until the call's context ends.
+	Timeout time.Duration
+	// Where names the place a person decides, for the refusal's hint
+	// (e.g. "http://127.0.0.1:8765/ui/"). Default "the web view (/ui/)".
+	Where string
 }
 
 // Broker holds the confirms and questions waiting for a person at a
@@ -216,20 +224,45 @@ func (b *Broker) wait(ctx context.Context, r *Request) (reply, error) {
 	b.pending[r.ID] = r
 	b.mu.Unlock()
 	b.changed()
+	var expired <-chan time.Time
+	if b.opts.Timeout > 0 {
+		t := time.NewTimer(b.opts.Timeout)
+		defer t.Stop()
+		expired = t.C
+	}
 	select {
 	case got := <-r.reply:
 		return got, nil
-	case <-ctx.Done():
-		b.mu.Lock()
-		_, still := b.pending[r.ID]
-		delete(b.pending, r.ID)
-		b.mu.Unlock()
-		if !still { // decided at the same moment: the decision stands
-			return <-r.reply, nil
+	case <-expired:
+		if got, decided := b.withdraw(r); decided {
+			return got, nil
 		}
-		b.changed()
+		where := b.opts.Where
+		if where == "" {
+			where = "the web view (/ui/)"
+		}
+		return reply{}, tool.Errorf(tool.Authorization, "nobody answered at %s within %s (web.approvalTimeout)", where, b.opts.Timeout).
+			WithHint("do not retry it unasked; ask the user to open " + where + " and decide, then try again (or to raise web.approvalTimeout)")
+	case <-ctx.Done():
+		if got, decided := b.withdraw(r); decided {
+			return got, nil
+		}
 		return reply{}, ctx.Err()
 	}
+}
+
+// withdraw removes r unless it was decided at the same moment (then the
+// decision stands and is returned).
+func (b *Broker) withdraw(r *Request) (reply, bool) {
+	b.mu.Lock()
+	_, still := b.pending[r.ID]
+	delete(b.pending, r.ID)
+	b.mu.Unlock()
+	if !still {
+		return <-r.reply, true
+	}
+	b.changed()
+	return reply{}, false
 }
 
 func (b *Broker) changed() {

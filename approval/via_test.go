@@ -3,9 +3,13 @@ package approval_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/aibuddy/aibuddy/approval"
+	"github.com/aibuddy/aibuddy/tool"
 )
 
 // brokerWith returns a broker and a channel told of every change.
@@ -119,4 +123,22 @@ func TestConfirmViaBoth(t *testing.T) {
 	if v, err := approval.ParseVia("browser"); err == nil {
 		t.Fatalf("ParseVia accepted %q", v)
 	}
+}
+
+// A request nobody decides within the broker's Timeout is withdrawn and
+// refused at the Authorization stage (fails closed), saying where to
+// decide and which setting bounds it.
+func TestBrokerTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := approval.NewBroker(&approval.BrokerOptions{Timeout: 10 * time.Minute, Where: "http://127.0.0.1:8765/ui/"})
+		_, err := b.Confirm(context.Background(), approval.Action{Tool: "execute", Target: "`rm -rf x`"})
+		var te *tool.Error
+		if !errors.As(err, &te) || te.Stage != tool.Authorization || !strings.Contains(te.Msg, "http://127.0.0.1:8765/ui/") ||
+			!strings.Contains(te.Msg, "10m0s (web.approvalTimeout)") {
+			t.Fatalf("timeout: %v", err)
+		}
+		if len(b.Pending()) != 0 {
+			t.Fatal("the expired request is still pending")
+		}
+	})
 }

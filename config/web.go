@@ -15,6 +15,7 @@ const (
 	DefaultWebSearchTasks     = 200              // web.searchTasks: most recent tasks a search reads
 	DefaultWebKeepAlive       = 15 * time.Second // web.keepAlive: idle interval of the event stream's comments
 	DefaultWebRecentCalls     = 100              // web.recentCalls: finished calls the live page keeps
+	DefaultWebApprovalTimeout = 10 * time.Minute // web.approvalTimeout: a confirm or question waiting at the browser
 )
 
 // Web configures the web view: /ui on `aibuddy mcp --http` and `aibuddy
@@ -46,6 +47,10 @@ type Web struct {
 	// RecentCalls is how many finished calls the live page keeps beside
 	// the running ones (older ones are on the records pages). Default 100.
 	RecentCalls int `json:"recentCalls,omitempty"`
+	// ApprovalTimeout bounds how long a confirm or question waits for a
+	// browser (approval.via web or both); past it the action is refused at
+	// the Authorization stage. Default 10 min.
+	ApprovalTimeout Duration `json:"approvalTimeout,omitempty"`
 }
 
 // validateWeb checks the web block and approval.via.
@@ -53,7 +58,8 @@ func (c *Config) validateWeb() error {
 	w := c.Web
 	for k, v := range map[string]int64{"web.eventBuffer": int64(w.EventBuffer), "web.outputTailBytes": int64(w.OutputTailBytes),
 		"web.sessionTTL": int64(w.SessionTTL), "web.pageChars": int64(w.PageChars), "web.tasks": int64(w.Tasks),
-		"web.searchTasks": int64(w.SearchTasks), "web.keepAlive": int64(w.KeepAlive), "web.recentCalls": int64(w.RecentCalls)} {
+		"web.searchTasks": int64(w.SearchTasks), "web.keepAlive": int64(w.KeepAlive), "web.recentCalls": int64(w.RecentCalls),
+		"web.approvalTimeout": int64(w.ApprovalTimeout)} {
 		if v < 0 {
 			return fmt.Errorf("%s is negative (omit it or use 0 for its default)", k)
 		}
@@ -84,6 +90,9 @@ func (w Web) Resolved() Web {
 	w.RecentCalls = w.or(w.RecentCalls, DefaultWebRecentCalls)
 	if w.SessionTTL == 0 {
 		w.SessionTTL = Duration(DefaultWebSessionTTL)
+	}
+	if w.ApprovalTimeout == 0 {
+		w.ApprovalTimeout = Duration(DefaultWebApprovalTimeout)
 	}
 	if w.KeepAlive == 0 {
 		w.KeepAlive = Duration(DefaultWebKeepAlive)

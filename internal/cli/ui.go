@@ -59,7 +59,8 @@ func (c *common) newUILive(o *Options) (*uiLive, error) {
 	}
 	u := &uiLive{via: via, settings: cfg.Web.Resolved(), tasks: map[*mcpserver.Gateway]string{}}
 	if via.Web() {
-		u.broker = approval.NewBroker(&approval.BrokerOptions{OnChange: func() { u.hub.ApprovalsChanged() }})
+		u.broker = approval.NewBroker(&approval.BrokerOptions{OnChange: func() { u.hub.ApprovalsChanged() },
+			Timeout: u.settings.ApprovalTimeout.D(), Where: "/ui/ of aibuddy mcp --http"})
 		host, _ := o.Services[approval.ServiceUserInput].(approval.Asker)
 		o.Services[approval.ServiceUserInput] = approval.AskVia(via, host, u.broker)
 	}
