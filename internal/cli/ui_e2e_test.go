@@ -174,6 +174,20 @@ func TestWebViewInABrowser(t *testing.T) {
 		t.Fatalf("rejected rm -rf keep-b ran: %v", err)
 	}
 
+	asked := make(chan *mcp.CallToolResult, 1)
+	go func() {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "ask_user_question",
+			Arguments: map[string]any{"question": "Which branch?", "options": []string{"main", "dev"}}})
+		if err != nil {
+			t.Error(err)
+		}
+		asked <- res
+	}()
+	expect(t, steps, done, "answered")
+	if res := <-asked; res == nil || res.IsError || !strings.Contains(text(res), "The user answered: dev") {
+		t.Fatalf("ask_user_question: %+v", res)
+	}
+
 	long := async(`sleep 600 & echo $! > sleep.pid; echo started; wait`)
 	expect(t, steps, done, "stopping")
 	b, err := os.ReadFile(filepath.Join(ws, "sleep.pid"))

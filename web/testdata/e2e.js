@@ -67,6 +67,14 @@ async function live(page) {
   await c.waitFor({ state: "detached", timeout: T });
   step("rejected");
 
+  // ask_user_question, answered here.
+  const q = page.locator("article.question", { hasText: "Which branch?" });
+  await q.waitFor({ timeout: T });
+  await page.screenshot({ path: shots + "/3b-question.png", fullPage: false });
+  await q.locator("button", { hasText: "dev" }).click();
+  await q.waitFor({ state: "detached", timeout: T });
+  step("answered");
+
   // Stop a long command.
   const long = page.locator("article.call", { hasText: "started" }).filter({ has: page.locator(".pill.running") });
   await long.waitFor({ timeout: T });
@@ -77,6 +85,13 @@ async function live(page) {
   if (!(await stopped.innerText()).includes("cancelled")) throw new Error("the stopped call does not say cancelled: " + (await stopped.innerText()));
   await page.screenshot({ path: shots + "/4-live-after.png", fullPage: true });
   step("stopped");
+
+  // A reload (a new snapshot and event stream) keeps the view.
+  await page.reload();
+  await page.waitForSelector("#conn.on", { timeout: T });
+  const again = page.locator("article.call", { hasText: "started" }).filter({ has: page.locator(".pill.error") });
+  await again.waitFor({ timeout: T });
+  if ((await page.locator("article.call").count()) < 5) throw new Error("the reloaded view lost calls");
 
   step("done");
 }
