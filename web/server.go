@@ -1,7 +1,9 @@
 package web
 
 import (
+	"crypto/sha256"
 	"embed"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"html/template"
@@ -84,8 +86,20 @@ func New(o *Options) *Server {
 
 	m := http.NewServeMux()
 	p := s.prefix
+	etags := map[string]string{} // embedded files have no modification time: revalidate by content
+	_ = fs.WalkDir(sub, ".", func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			b, _ := fs.ReadFile(sub, path)
+			sum := sha256.Sum256(b)
+			etags[path] = `"` + hex.EncodeToString(sum[:8]) + `"`
+		}
+		return nil
+	})
 	m.HandleFunc("GET "+p+"/static/", func(w http.ResponseWriter, req *http.Request) {
 		w.Header().Set("Cache-Control", "no-cache")
+		if tag, ok := etags[strings.TrimPrefix(req.URL.Path, p+"/static/")]; ok {
+			w.Header().Set("ETag", tag)
+		}
 		s.static.ServeHTTP(w, req)
 	})
 	m.HandleFunc(p+"/login", s.login)

@@ -29,11 +29,25 @@ function weigh(page) {
 }
 
 async function live(page) {
-  const total = weigh(page);
+  let total = weigh(page);
+  await page.goto(base + "/ui/login");
+  await page.waitForLoadState("networkidle").catch(() => {});
+  console.log("weight login " + total());
   await login(page);
   await page.waitForSelector("#conn.on", { timeout: T });
-  await page.waitForLoadState("networkidle").catch(() => {});
+  // A first load of the live page in a fresh browser context (nothing cached).
+  const ctx2 = await page.context().browser().newContext();
+  await ctx2.addCookies(await page.context().cookies());
+  const fresh = await ctx2.newPage();
+  total = weigh(fresh);
+  await fresh.goto(base + "/ui/");
+  await fresh.waitForSelector("#conn.on", { timeout: T });
   console.log("weight live " + total());
+  await ctx2.close();
+  total = weigh(page);
+  await page.reload();
+  await page.waitForSelector("#conn.on", { timeout: T });
+  console.log("weight live-reload " + total());
   await page.screenshot({ path: shots + "/1-live-empty.png", fullPage: true });
   step("live");
 
@@ -97,10 +111,16 @@ async function live(page) {
 }
 
 async function records(page) {
-  const total = weigh(page);
   await login(page);
   await page.waitForSelector("text=Where calls fail", { timeout: T });
+  const ctx2 = await page.context().browser().newContext();
+  await ctx2.addCookies(await page.context().cookies());
+  const fresh = await ctx2.newPage();
+  const total = weigh(fresh);
+  await fresh.goto(base + "/ui/tasks");
+  await fresh.waitForSelector("text=Where calls fail", { timeout: T });
   console.log("weight tasks " + total());
+  await ctx2.close();
   await page.screenshot({ path: shots + "/5-tasks.png", fullPage: true });
   await page.locator("td a[href^='/ui/tasks/']").first().click();
   await page.waitForSelector("text=Failures by stage", { timeout: T });

@@ -66,7 +66,7 @@
     ]);
     card.node.textContent = "";
     card.node.appendChild(head);
-    if (c.output || c.tool === "execute") {
+    if (c.output || (c.tool === "execute" && c.status === "running") || card.pre.textContent) {
       if (c.output !== undefined && c.output !== null && card.pre.dataset.seeded !== "1") { card.pre.textContent = c.output || ""; card.pre.dataset.seeded = "1"; }
       card.node.appendChild(card.pre);
     }
