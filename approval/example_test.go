@@ -30,3 +30,24 @@ func ExampleGate() {
 	// 1 permissions.ask[0] "Bash(git push:*)" | authorization true
 	// 2 permissions.deny[0] "Bash(curl:*)" | authorization true
 }
+
+// With approval.via "web", a high-impact action waits in a Broker until
+// a person at the browser decides the request that names it (its id and
+// the digest of the action).
+func ExampleBroker() {
+	changed := make(chan struct{}, 4)
+	b := approval.NewBroker(&approval.BrokerOptions{OnChange: func() { changed <- struct{}{} }})
+	c := approval.ConfirmVia(approval.ViaWeb, nil, b)
+	go func() {
+		<-changed
+		r := b.Pending()[0]
+		fmt.Println("asked:", r.Action.Summary())
+		_ = b.Decide(r.ID, r.Digest, approval.Decision{Approved: true})
+	}()
+	d, _ := c.Confirm(context.Background(), approval.Action{Tool: "execute", Target: "`make clean`",
+		Scope: "workspace shell", Consequence: "runs the command"})
+	fmt.Println("approved:", d.Approved)
+	// Output:
+	// asked: execute `make clean` (workspace shell): runs the command
+	// approved: true
+}

@@ -72,6 +72,8 @@ type Config struct {
 	Store StoreSettings `json:"store"`
 	// Jobs configures background jobs (config/jobs.go).
 	Jobs Jobs `json:"jobs"`
+	// Web configures the web view (/ui, aibuddy ui; config/web.go).
+	Web Web `json:"web"`
 	// MCPServers is kept verbatim in the Claude Desktop format
 	// ({"name": {"command": ..., "args": [...], "env": {...}} or
 	// {"url": ..., "type": "http"|"sse", "headers": {...}}}).
@@ -374,6 +376,10 @@ type Approval struct {
 	// ConfirmUnannotatedMCP confirms MCP tools with neither readOnlyHint
 	// nor destructiveHint (the MCP default is "destructive"). Default false.
 	ConfirmUnannotatedMCP bool `json:"confirmUnannotatedMCP,omitempty"`
+	// Via says who is asked: "host" (the MCP host, by elicitation; the
+	// default), "web" (a browser on /ui of aibuddy mcp --http) or "both"
+	// (the first answer wins). config/web.go checks it.
+	Via string `json:"via,omitempty"`
 }
 
 // Provider configures the model routes of "aibuddy run".
@@ -710,6 +716,9 @@ func position(data []byte, off int64) (line, col int) {
 }
 
 func (c *Config) validate() error {
+	if err := c.validateWeb(); err != nil {
+		return err
+	}
 	l := c.Limits
 	ints := map[string]int64{
 		"limits.lsMaxEntries": int64(l.LsMaxEntries), "limits.lsMaxDepth": int64(l.LsMaxDepth),

@@ -91,6 +91,11 @@ type Options struct {
 	NewCallID func() string
 	// Logger receives store failures. Default: discard.
 	Logger *slog.Logger
+	// Observer, when set, is told of every call as it goes: its start,
+	// each stage reached, its transient events and its end
+	// ([Observer]; the web view's live page). Default nil: no observer
+	// stage at all.
+	Observer Observer
 	// Workspace is the workspace root the per-path write lock resolves
 	// relative paths in ([PathKey]), so "a.txt", "./a.txt" and its
 	// absolute path share one lock. Default "": paths are only cleaned.
@@ -197,17 +202,23 @@ func Fixed(set *capability.Set, d Dispatcher) func() (*capability.Set, Dispatche
 // (tool.EvidenceVerified, tool.EvidenceVerification) the same way.
 func (p *Pipeline) Handler(run Run) Handler {
 	h := Handler(execution)
-	h = p.decisions(run)(h) // decided.go: answers given during execution
+	h = p.reached(tool.Execution)(h) // observe.go: a no-op without an Observer
+	h = p.decisions(run)(h)          // decided.go: answers given during execution
+	h = p.returned(tool.Verification)(h)
 	h = p.verification(h)
 	h = p.postToolUse(run)(h) // hooks.go: inside the path lock, after Verification
 	h = p.pathLock(h)
 	h = p.authorization(run)(h)
 	h = p.preToolUse(run)(h) // hooks.go: before the gate and the lock
+	h = p.reached(tool.Authorization)(h)
 	h = parameters(h)
+	h = p.reached(tool.Parameters)(h)
 	for i := len(p.opts.Middleware) - 1; i >= 0; i-- {
 		h = p.opts.Middleware[i](h)
 	}
 	h = discoveryStage(run)(h)
+	h = p.reached(tool.Discovery)(h)
+	h = p.observed(run)(h)
 	h = p.record(run)(h)
 	return never(h)
 }

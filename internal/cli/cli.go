@@ -188,6 +188,7 @@ runs single tool calls, and explains the effective tool set of a run.`,
 	}
 	root.AddCommand(newMCP(o), newCall(o), newTools(o), newCalls(o))
 	root.AddCommand(newRun(o))
+	root.AddCommand(newUI(o)) // ui.go: the web view over the call records
 	return root
 }
 
@@ -220,6 +221,8 @@ type run struct {
 	jobs   *jobs.Runner // background jobs (jobs.go); nil when off
 	// settingsFile is the settings file read ("" for none), for messages.
 	settingsFile string
+	// ui is the web view of aibuddy mcp --http (ui.go); nil otherwise.
+	ui *uiLive
 }
 
 func (r *run) close() {
@@ -250,6 +253,7 @@ func (r *run) close() {
 func (r *run) pipeline(confirm approval.Confirmer) *pipeline.Pipeline {
 	o := &pipeline.Options{Store: r.store, Background: r.life, MaxModelChars: r.cfg.Limits.ResultMaxChars,
 		Policy: r.policy, Confirmer: confirm, Logger: r.logger, Workspace: r.workspace, Hooks: r.hooks()}
+	o.Observer = r.ui.observer() // ui.go: the web view's live page; nil without one
 	if r.precompact && r.compactor != nil {
 		o.Compactor = r.compactor
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/aibuddy/aibuddy/config"
 	"github.com/aibuddy/aibuddy/mcpserver"
+	"github.com/aibuddy/aibuddy/web"
 )
 
 // Defaults of the HTTP bounds of `aibuddy mcp --http` (settings
@@ -84,6 +85,10 @@ func (g *gateways) handler(o httpOptions) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", h)
 	mux.Handle("/mcp/", h)
+	if g.ui != nil { // ui.go: the web view, the same token at its login form
+		mux.Handle("/ui/", g.ui.handler(o, &web.Options{Store: g.r.store, DataDir: g.r.dataDir}))
+		mux.Handle("/ui", http.RedirectHandler("/ui/", http.StatusSeeOther))
+	}
 	if o.Metadata != nil {
 		mux.Handle("/.well-known/oauth-protected-resource", o.Metadata)
 		mux.Handle("/.well-known/oauth-protected-resource/", o.Metadata)
@@ -219,7 +224,8 @@ func (g *gateways) drop(gw *mcpserver.Gateway) {
 	}
 	onDrop := g.onDrop
 	g.mu.Unlock()
-	g.endTask(gw) // the session's background jobs end with it (jobs.go)
+	g.endTask(gw)    // the session's background jobs end with it (jobs.go)
+	g.ui.dropped(gw) // ui.go
 	if onDrop != nil {
 		onDrop(gw)
 	}

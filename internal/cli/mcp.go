@@ -72,23 +72,34 @@ makes (256 random bits) and keeps in the data folder's http-token file (mode
 			for k, v := range o.Services {
 				oo.Services[k] = v
 			}
+			var live *uiLive // ui.go: the web view at /ui/ of --http, approval.via
+			if httpAddr != "" {
+				var err error
+				if live, err = c.newUILive(&oo); err != nil {
+					return err
+				}
+			}
 			r, err := c.resolve(ctx, &oo)
 			if err != nil {
 				return err
 			}
 			defer r.close()
+			r.ui = live
 			// Every session's calls go through one pipeline; high-impact
 			// actions are put to the user through the host (elicitation),
 			// or refused when it cannot ask.
 			expect := r.newExpectations()
 			opts := &mcpserver.Options{Version: Version, Logger: r.logger, Discovery: r.discovery,
-				Pipeline: r.pipeline(mcpserver.ElicitConfirmer{}), ServerStatus: r.serverStatus, Pending: expect.pending}
+				Pipeline: r.pipeline(live.confirmer(mcpserver.ElicitConfirmer{})), ServerStatus: r.serverStatus, Pending: expect.pending}
 			if r.mcp != nil { // upstream resources, prompts, completions
 				opts.Passthrough = &mcpserver.PassthroughOptions{Upstream: r.mcp, Names: r.cfg.MCP.PassthroughNames,
 					MaxChars: r.cfg.Limits.ResultMaxChars, MaxBlobBytes: int(r.cfg.MCP.PassthroughMaxBlobBytes)}
 			}
-			gw := &gateways{r: r, opts: opts, life: ctx}
+			gw := &gateways{r: r, opts: opts, life: ctx, ui: live}
 			r.compactor.SetSummarizer(gw) // summaries through the host's MCP sampling (summarize.go)
+			if live != nil {
+				live.g = gw
+			}
 			// On SIGTERM/SIGINT (ctx done) every call in flight is
 			// cancelled (execute stops its process group) and waited for,
 			// so no command outlives aibuddy mcp; but a call that has not
@@ -209,6 +220,7 @@ type gateways struct {
 	runMu    sync.Mutex
 	running  map[*tool.Call]bool // calls in flight, for the warning of waitInflight; guarded by runMu
 	tasks    sync.Map            // *mcpserver.Gateway → its task id, for the end of its jobs (jobs.go)
+	ui       *uiLive             // the web view (ui.go); nil without one
 }
 
 // add resolves a fresh run (fresh per-run tool state) and serves it.
@@ -243,6 +255,7 @@ func (g *gateways) add() *mcpserver.Gateway {
 	gw := mcpserver.NewGateway(g.r.set, &opts)
 	g.noteTask(gw, opts.TaskID)
 	g.all = append(g.all, gw)
+	g.ui.added(gw, opts.TaskID)
 	return gw
 }
 
@@ -274,6 +287,7 @@ func (g *gateways) refresh() {
 		}
 		gw.Update(g.r.set)
 	}
+	g.ui.changed()
 }
 
 // serveHTTP serves gw's sessions over streamable HTTP at http://addr/mcp
