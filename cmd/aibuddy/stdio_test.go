@@ -150,7 +150,10 @@ func TestMCPStdioAnswersRequestsReadBeforeEOF(t *testing.T) {
 
 // A call still running mcp.drainGrace after the host closed stdin is
 // cancelled: its process group is stopped and aibuddy exits, long before
-// the command's own 10-minute timeout.
+// the command's own 10-minute timeout. The host closes stdin only once the
+// command has started (its first output arrives as notifications/progress,
+// after it wrote its pid file), so the grace is measured against a running
+// command however long the start took on a loaded machine.
 func TestMCPStdioDrainGraceCancelsLongCalls(t *testing.T) {
 	ws := t.TempDir()
 	cfg := filepath.Join(t.TempDir(), "aibuddy.json")
@@ -160,16 +163,46 @@ func TestMCPStdioDrainGraceCancelsLongCalls(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "mcp", "--workspace", ws, "--config", cfg, "--data-dir", t.TempDir())
-	cmd.Stdin = strings.NewReader(rawFrames(
-		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"execute","arguments":{"command":"echo $$ $(readlink /proc/self/ns/pid) > pid; sleep 600","timeout_ms":600000}}}`))
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = stdin.Write([]byte(rawFrames(
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"execute","_meta":{"progressToken":"p"},"arguments":{"command":"echo $$ $(readlink /proc/self/ns/pid) > pid; echo started; sleep 600","timeout_ms":600000}}}`)))
+	var out []byte
+	started := false
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		line := sc.Bytes()
+		out = append(append(out, line...), '\n')
+		var msg struct {
+			Method string
+			Params struct{ Message string }
+		}
+		if !started && json.Unmarshal(line, &msg) == nil && msg.Method == "notifications/progress" && strings.Contains(msg.Params.Message, "started") {
+			started = true
+			_ = stdin.Close() // the host goes away while the command runs
+		}
+	}
+	err = cmd.Wait()
 	if ctx.Err() != nil {
-		t.Fatalf("aibuddy mcp did not exit after the drain grace; stderr: %s", stderr.String())
+		t.Fatalf("aibuddy mcp did not exit after the drain grace (command started: %v); stderr: %s", started, stderr.String())
 	}
 	if err != nil {
 		t.Fatalf("exit: %v\nstderr: %s", err, stderr.String())
+	}
+	if !started {
+		t.Fatalf("the command's first output never came as notifications/progress: %s\nstderr: %s", out, stderr.String())
 	}
 	if _, ok := responses(t, out)["1"]; !ok {
 		t.Errorf("initialize was not answered: %s", out)
