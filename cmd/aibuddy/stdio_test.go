@@ -8,10 +8,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/aibuddy/aibuddy/internal/proctest"
 )
 
 // A bad line on stdin (not JSON, not JSON-RPC, over the frame limit) is
@@ -220,67 +221,21 @@ func TestMCPStdioDrainGraceCancelsLongCalls(t *testing.T) {
 }
 
 // treeLine is the shell code that writes what identifies a command's
-// processes on the host: the shell's pid ($$, its process group id) and
-// its PID namespace. Confined (the default), $$ is a pid inside the
-// sandbox's own PID namespace, so the namespace is what identifies them.
-const treeLine = "echo $$ $(readlink /proc/self/ns/pid)"
+// processes on the host (proctest.TreeLine).
+const treeLine = proctest.TreeLine
 
 // tree identifies a command's processes (see treeLine).
-type tree struct {
-	pgid int
-	ns   string
-}
+type tree = proctest.Tree
 
 func parseTree(t *testing.T, b []byte) tree {
 	t.Helper()
-	f := strings.Fields(string(b))
-	if len(f) != 2 {
-		t.Fatalf("pid file %q: want the pid and the PID namespace", b)
+	id, err := proctest.ParseTree(string(b))
+	if err != nil {
+		t.Fatalf("pid file: %v", err)
 	}
-	pid, err := strconv.Atoi(f[0])
-	if err != nil || pid <= 0 {
-		t.Fatalf("pid file %q", b)
-	}
-	return tree{pgid: pid, ns: f[1]}
+	return id
 }
 
 // treeHasLive reports whether a process of the command is alive: one in
 // its PID namespace (confined), else one in its process group.
-func treeHasLive(id tree) bool {
-	if own, _ := os.Readlink("/proc/self/ns/pid"); id.ns == own {
-		return groupHasLive(id.pgid)
-	}
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		if l, err := os.Readlink(filepath.Join("/proc", e.Name(), "ns", "pid")); err != nil || l != id.ns {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		s := string(b)
-		if f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:]); len(f) > 0 && f[0] != "Z" && f[0] != "X" {
-			return true
-		}
-	}
-	return false
-}
-
-// groupHasLive reports whether a process of group pgid is alive (not a
-// zombie waiting for init to reap it), from /proc.
-func groupHasLive(pgid int) bool {
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		s := string(b)
-		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-		if len(f) > 2 && f[0] != "Z" && f[0] != "X" && f[2] == strconv.Itoa(pgid) {
-			return true
-		}
-	}
-	return false
-}
+func treeHasLive(id tree) bool { return len(proctest.Live(id)) > 0 }
