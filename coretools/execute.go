@@ -202,8 +202,7 @@ const executeSchema = `{
 // full_output_bytes (when kept), full_output_stopped ("file_limit",
 // "data_dir_limit" or "write_error", when the file stopped early),
 // evicted_outputs (older files the quota removed, when any), binary_bytes
-// (when any), invalid_utf8_bytes (raw bytes that are not UTF-8, shown as
-// U+FFFD, when any: case BH-097), timeout_ms, confinement_denials (what the OS confinement refused, when
+// (when any), timeout_ms, confinement_denials (what the OS confinement refused, when
 // anything). A sandbox without sandbox.OpExec gives an Execution error; a
 // workdir outside the workspace an Authorization error; a missing workdir a
 // Parameters error.
@@ -478,11 +477,6 @@ func (e *executor) result(callID string, timeout time.Duration, o execOutcome, a
 				name, exCount(st.BinaryAt[s]), exCount(st.BinaryBytes[s]))
 		}
 	}
-	for s, name := range []string{"stdout", "stderr"} {
-		if st.Invalid[s] > 0 {
-			b.WriteString("note: " + invalidNote(name, st.Invalid[s], st.invalidAt(s)) + "\n")
-		}
-	}
 	b.WriteString("output: ")
 	if st.Chars == 0 {
 		b.WriteString("none")
@@ -571,9 +565,6 @@ func (e *executor) result(callID string, timeout time.Duration, o execOutcome, a
 	}
 	if bin := st.BinaryBytes[0] + st.BinaryBytes[1]; bin > 0 {
 		ev["binary_bytes"] = bin
-	}
-	if bad := st.Invalid[0] + st.Invalid[1]; bad > 0 {
-		ev["invalid_utf8_bytes"] = bad
 	}
 	r := &tool.Result{
 		Content:  []tool.Content{{Type: tool.TextContent, Text: b.String()}},
@@ -668,26 +659,4 @@ func executeAccess(input json.RawMessage) (tool.Access, error) {
 		}
 	}
 	return tool.Access{Kind: tool.AccessBash, Command: in.Command, Workdir: in.Workdir}, nil
-}
-
-// invalidNote says how many raw bytes of a stream were not valid UTF-8
-// and where (case BH-097: the replacement is reported, not silent):
-// "3 invalid UTF-8 bytes of stdout replaced with U+FFFD at offsets 3, 4,
-// 5; the full output file keeps the raw bytes". at holds the first
-// offsets (bytes from the stream's start).
-func invalidNote(stream string, n int64, at []int64) string {
-	offs := make([]string, len(at))
-	for i, o := range at {
-		offs[i] = exCount(o)
-	}
-	where := strings.Join(offs, ", ")
-	if int64(len(at)) < n {
-		where += ", …"
-	}
-	word := "offsets"
-	if n == 1 {
-		word = "offset"
-	}
-	return fmt.Sprintf("%s of %s replaced with U+FFFD at %s %s; the full output file keeps the raw bytes",
-		exPlural(n, "invalid UTF-8 byte", "invalid UTF-8 bytes"), stream, word, where)
 }

@@ -88,24 +88,6 @@ type streamNorm struct {
 	cr     bool   // a lone '\r' was seen: the next text replaces the line
 	binary bool   // a NUL byte was seen: the rest is counted, not shown
 	binAt  int64  // raw byte offset in this stream where binary data began
-
-	invalid   int64               // raw bytes of invalid UTF-8 shown as U+FFFD (BH-097)
-	invalidAt [invalidAtMax]int64 // the raw offsets of the first invalidAtMax of them
-}
-
-// invalidAtMax is how many offsets of invalid UTF-8 bytes a stream keeps
-// for the result's note.
-const invalidAtMax = 8
-
-// bad counts k invalid UTF-8 bytes of the stream from raw offset off, each
-// shown as U+FFFD.
-func (n *streamNorm) bad(off int64, k int) {
-	for j := range int64(k) {
-		if n.invalid+j < invalidAtMax {
-			n.invalidAt[n.invalid+j] = off + j
-		}
-	}
-	n.invalid += int64(k)
 }
 
 // outputCap receives a command's output and builds its model projection.
@@ -275,7 +257,6 @@ func (c *outputCap) feed(stream int, p []byte) {
 		if r == utf8.RuneError && size == 1 {
 			// An invalid sequence: the lead and each carried continuation
 			// byte are one U+FFFD each, as whole-input decoding gives.
-			n.bad(c.rawBytes[stream]-int64(len(p))-int64(had), had)
 			for range had {
 				out = n.text(out, replacementChar)
 			}
@@ -361,7 +342,6 @@ func (c *outputCap) slow(stream int, n *streamNorm, p []byte, i int, out []byte)
 			n.ncarry = copy(n.carry[:], p[i:]) // cut by the chunk end
 			i = len(p)
 		case r == utf8.RuneError && size == 1:
-			n.bad(c.rawBytes[stream]-int64(len(p)-i), 1)
 			out = n.text(out, replacementChar) // invalid UTF-8, replaced visibly
 			i++
 		case r >= 0x80 && r <= 0x9f:
@@ -624,7 +604,6 @@ func (c *outputCap) finish() {
 		n := &c.norm[s]
 		out := c.buf[:0]
 		if n.ncarry > 0 {
-			n.bad(c.rawBytes[s]-int64(n.ncarry), n.ncarry)
 			out = n.text(out, replacementChar)
 			n.ncarry = 0
 		}
@@ -637,31 +616,23 @@ func (c *outputCap) finish() {
 // capStats is what the projection says about the output, in characters
 // (runes of the normalized text) unless named bytes.
 type capStats struct {
-	Chars        int64                  // characters produced (normalized text, both streams)
-	Lines        int64                  // lines produced (a final line without '\n' counts)
-	Shown        int64                  // characters in the projection's head and tail
-	OmittedChars int64                  // characters left out between head and tail
-	OmittedLines int64                  // lines touched by the omission (0 when none)
-	FirstOmitted int64                  // 1-based line of the first omitted character
-	LastOmitted  int64                  // 1-based line of the last omitted character
-	StderrChars  int64                  // characters that came from stderr
-	RawBytes     [2]int64               // bytes received on stdout, stderr
-	BinaryBytes  [2]int64               // bytes of binary data not shown, per stream
-	BinaryAt     [2]int64               // raw offset where binary data began, per stream
-	Invalid      [2]int64               // raw bytes of invalid UTF-8 shown as U+FFFD, per stream
-	InvalidAt    [2][invalidAtMax]int64 // raw offsets of the first of them, per stream (invalidAt)
-	FilePath     string                 // full output file, "" when none
-	FileBytes    int64                  // bytes written to it
-	FileFull     bool                   // it stopped at its size limit
-	FileQuota    bool                   // it stopped: the data folder had no more room
-	FileLines    int64                  // complete lines in it
-	FileErr      error                  // writing it failed
-}
-
-// invalidAt is the raw offsets of stream s's first invalid UTF-8 bytes
-// (at most invalidAtMax).
-func (st capStats) invalidAt(s int) []int64 {
-	return st.InvalidAt[s][:min(st.Invalid[s], invalidAtMax)]
+	Chars        int64    // characters produced (normalized text, both streams)
+	Lines        int64    // lines produced (a final line without '\n' counts)
+	Shown        int64    // characters in the projection's head and tail
+	OmittedChars int64    // characters left out between head and tail
+	OmittedLines int64    // lines touched by the omission (0 when none)
+	FirstOmitted int64    // 1-based line of the first omitted character
+	LastOmitted  int64    // 1-based line of the last omitted character
+	StderrChars  int64    // characters that came from stderr
+	RawBytes     [2]int64 // bytes received on stdout, stderr
+	BinaryBytes  [2]int64 // bytes of binary data not shown, per stream
+	BinaryAt     [2]int64 // raw offset where binary data began, per stream
+	FilePath     string   // full output file, "" when none
+	FileBytes    int64    // bytes written to it
+	FileFull     bool     // it stopped at its size limit
+	FileQuota    bool     // it stopped: the data folder had no more room
+	FileLines    int64    // complete lines in it
+	FileErr      error    // writing it failed
 }
 
 // projection returns the model's text (head, marker, tail) and the counts.
@@ -678,8 +649,6 @@ func (c *outputCap) projection() (string, capStats) {
 		RawBytes:     c.rawBytes,
 		BinaryBytes:  c.binBytes,
 		BinaryAt:     [2]int64{c.norm[0].binAt, c.norm[1].binAt},
-		Invalid:      [2]int64{c.norm[0].invalid, c.norm[1].invalid},
-		InvalidAt:    [2][invalidAtMax]int64{c.norm[0].invalidAt, c.norm[1].invalidAt},
 		FilePath:     c.filePath,
 		FileBytes:    c.fileBytes,
 		FileFull:     c.fileFull,
