@@ -5,15 +5,14 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/aibuddy/aibuddy/agent"
 	"github.com/aibuddy/aibuddy/approval"
 	"github.com/aibuddy/aibuddy/compact"
+	"github.com/aibuddy/aibuddy/internal/proctest"
 	"github.com/aibuddy/aibuddy/pipeline"
 	"github.com/aibuddy/aibuddy/provider"
 	"github.com/aibuddy/aibuddy/store"
@@ -283,7 +282,7 @@ func TestRunCancelMidCommand(t *testing.T) {
 	st := openStore(t)
 	m := &scripted{turns: []func(*provider.Request) []provider.Block{
 		static(
-			use("x1", "execute", `{"command":"echo $$ $(readlink /proc/self/ns/pid) > pid.txt; echo started; exec sleep 30"}`),
+			use("x1", "execute", `{"command":`+js(proctest.TreeLine+" > pid.txt; echo started; exec sleep 30")+`}`),
 			use("x2", "write_file", `{"path":"after.txt","content":"never"}`)),
 		static(say("unreachable")),
 	}}
@@ -328,34 +327,12 @@ func TestRunCancelMidCommand(t *testing.T) {
 	// The file holds the shell's pid and its PID namespace: confined (the
 	// default) the pid is one inside the sandbox, so what must be gone is
 	// every process of that namespace.
-	f := strings.Fields(string(b))
-	if len(f) != 2 {
-		t.Fatalf("pid file: %q", b)
+	id, err := proctest.ParseTree(string(b))
+	if err != nil {
+		t.Fatal(err)
 	}
-	pid, _ := strconv.Atoi(f[0])
-	if pid <= 0 {
-		t.Fatalf("pid file: %q", b)
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	alive := func() bool {
-		if own, _ := os.Readlink("/proc/self/ns/pid"); own == f[1] {
-			return syscall.Kill(pid, 0) == nil
-		}
-		ents, _ := os.ReadDir("/proc")
-		for _, e := range ents {
-			if l, err := os.Readlink(filepath.Join("/proc", e.Name(), "ns", "pid")); err == nil && l == f[1] {
-				if st, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat")); err == nil && !strings.Contains(string(st), ") Z ") {
-					return true
-				}
-			}
-		}
-		return false
-	}
-	for alive() {
-		if time.Now().After(deadline) {
-			t.Fatalf("the command's processes (pid %d, %s) still run after the run ended", pid, f[1])
-		}
-		time.Sleep(50 * time.Millisecond)
+	if left, err := proctest.WaitGone(func() []proctest.Proc { return proctest.Live(id) }, 10*time.Second); err != nil || len(left) > 0 {
+		t.Fatalf("the command's processes (%+v) still run after the run ended: %v %v", id, left, err)
 	}
 	// Records kept.
 	rec, err := st.Get(context.Background(), ourID(t, sum.Transcript, "x1"))

@@ -203,6 +203,7 @@ func (r *run) runCalls(ctx context.Context, uses []provider.Block, h Handler, na
 	for i, u := range uses {
 		acc[i] = r.classify(u)
 	}
+	reserved := r.reserveSeqs(ctx, uses) // records in call order (seq.go)
 	limit := r.a.opts.MaxParallelCalls
 	now := r.a.opts.Now
 
@@ -293,8 +294,12 @@ func (r *run) runCalls(ctx context.Context, uses []provider.Block, h Handler, na
 		if ctx.Err() != nil {
 			for i := range n {
 				if state[i] == slotPending {
-					finish(i, tool.ErrorResult(tool.Errorf(tool.Execution, "not run: %s before this call started", stopReason(ctx)).
-						WithHint("run it again if it is still needed"), uses[i].Name))
+					res := tool.ErrorResult(tool.Errorf(tool.Execution, "not run: %s before this call started", stopReason(ctx)).
+						WithHint("run it again if it is still needed"), uses[i].Name)
+					if reserved != nil && reserved[i] {
+						r.recordNotRun(ctx, uses[i], res)
+					}
+					finish(i, res)
 				}
 			}
 			if left == 0 {

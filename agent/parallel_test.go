@@ -744,6 +744,20 @@ func TestParallelCancelMidBatch(t *testing.T) {
 			t.Errorf("result %d is for %q, want %s's id %q", i, res[i].ToolUseID, c.id, id)
 		}
 	}
+	// The record holds the five in call order; execute, which never ran,
+	// is recorded as cancelled, not left running.
+	recs, err := st.ListTask(context.Background(), sum.TaskID)
+	if err != nil || len(recs) != 5 {
+		t.Fatalf("records: %d, %v", len(recs), err)
+	}
+	for i, c := range calls {
+		if id := ourID(t, sum.Transcript, c.id); recs[i].ToolCallID != id {
+			t.Errorf("record %d is %s (%s), want %s's %s", i, recs[i].ToolCallID, recs[i].Tool, c.id, id)
+		}
+	}
+	if recs[4].Outcome != store.OutcomeCancelled || !strings.Contains(string(recs[4].Model), "not run") {
+		t.Errorf("the record of execute, which never ran: %s %s", recs[4].Outcome, recs[4].Model)
+	}
 	if res[0].IsError || !strings.Contains(text(res[0]), "TODO: ship") || res[1].IsError || !strings.Contains(text(res[1]), "notes.md") {
 		t.Errorf("fast results: %q / %q", text(res[0]), text(res[1]))
 	}

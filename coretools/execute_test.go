@@ -3,7 +3,6 @@ package coretools
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -16,6 +15,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/aibuddy/aibuddy/internal/proctest"
 	"github.com/aibuddy/aibuddy/sandbox"
 	"github.com/aibuddy/aibuddy/sandbox/localsandbox"
 	"github.com/aibuddy/aibuddy/tool"
@@ -106,95 +106,35 @@ func body(r *tool.Result) string {
 }
 
 // treeLine is the shell code whose output line identifies a command's
-// processes on the host: the shell's pid ($$, its process group id) and
-// its PID namespace. Confined (the default), $$ is a pid inside the
-// sandbox's own PID namespace, so the namespace is what identifies them.
-const treeLine = "echo $$ $(readlink /proc/self/ns/pid)"
+// processes on the host (proctest.TreeLine).
+const treeLine = proctest.TreeLine
 
-// treeID identifies a command's processes (see treeLine).
-type treeID struct {
-	pgid int
-	ns   string
-}
-
-// groupGone checks that no live process of the command is left: none in
-// its PID namespace (confined), else none in its process group (zombies
-// count as gone: this host's PID 1 does not reap orphans).
-func groupGone(t *testing.T, id treeID) {
+// groupGone checks that no live process of the command is left
+// (proctest.Live: its PID namespace when confined, else its process
+// group; zombies count as gone), waiting on their ends for at most 5 s; a
+// group left over is killed.
+func groupGone(t *testing.T, id proctest.Tree) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	if own, _ := os.Readlink("/proc/self/ns/pid"); id.ns != own {
-		for nsHasLive(id.ns) {
-			if time.Now().After(deadline) {
-				t.Errorf("PID namespace %s survived the call", id.ns)
-				return
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		return
+	left, err := proctest.WaitGone(func() []proctest.Proc { return proctest.Live(id) }, 5*time.Second)
+	if err != nil {
+		t.Error(err)
 	}
-	pgid := id.pgid
-	for {
-		if errors.Is(syscall.Kill(-pgid, 0), syscall.ESRCH) || !groupHasLive(pgid) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Errorf("process group %d survived the call", pgid)
-			syscall.Kill(-pgid, syscall.SIGKILL)
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// nsHasLive reports whether a live host process is in PID namespace ns.
-func nsHasLive(ns string) bool {
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		if l, err := os.Readlink(filepath.Join("/proc", e.Name(), "ns", "pid")); err != nil || l != ns {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		s := string(b)
-		if f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:]); len(f) > 0 && f[0] != "Z" && f[0] != "X" {
-			return true
+	if len(left) > 0 {
+		t.Errorf("the command's processes %+v survived the call: %v", id, left)
+		if !id.Confined() {
+			syscall.Kill(-id.PGID, syscall.SIGKILL)
 		}
 	}
-	return false
-}
-
-func groupHasLive(pgid int) bool {
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		s := string(b)
-		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-		if len(f) > 2 && f[0] != "Z" && f[0] != "X" && f[2] == strconv.Itoa(pgid) {
-			return true
-		}
-	}
-	return false
 }
 
 // pidFromBody parses the first line of the output as a treeLine.
-func pidFromBody(t *testing.T, r *tool.Result) treeID {
+func pidFromBody(t *testing.T, r *tool.Result) proctest.Tree {
 	t.Helper()
-	line, _, _ := strings.Cut(body(r), "\n")
-	f := strings.Fields(line)
-	if len(f) != 2 {
-		t.Fatalf("no pid and PID namespace on the first line: %q", r.AllText())
-	}
-	pid, err := strconv.Atoi(f[0])
+	id, err := proctest.ParseTree(body(r))
 	if err != nil {
-		t.Fatalf("no pid on the first line: %q", r.AllText())
+		t.Fatalf("%v: %q", err, r.AllText())
 	}
-	return treeID{pgid: pid, ns: f[1]}
+	return id
 }
 
 func TestExecuteNonZeroExitIsAResult(t *testing.T) {

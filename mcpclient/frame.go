@@ -49,7 +49,7 @@ func (c *conn) frame(line []byte, lines bool) []byte {
 		c.m.opts.Logger.Warn("mcp line that is not JSON-RPC dropped", "server", c.cfg.Name, "line", strings.ToValidUTF8(shown, "\uFFFD"))
 		return nil
 	}
-	return line
+	return c.reportSurrogates(line) // BH-097 (surrogate.go)
 }
 
 // topLevelID finds the "id" member of the JSON object in msg without

@@ -811,6 +811,7 @@ func (c *conn) dial(initCtx context.Context) (*dialed, string) {
 			PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { c.passthruChanged() },
 			ResourceUpdatedHandler:     c.passthruUpdated,
 		}))
+	client.AddReceivingMiddleware(c.ackMiddleware) // subscription acknowledgements (subscribeack.go)
 	sess, err := c.handshake(initCtx, client, transport)
 	if err != nil && c.fallBackToSSE(err) {
 		// BH-067 (e): only a POST answered 405, on an entry without a

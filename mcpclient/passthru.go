@@ -115,6 +115,7 @@ type ptState struct {
 	templates []*mcp.ResourceTemplate
 	prompts   []*mcp.Prompt
 	refreshMu sync.Mutex // one refresh at a time
+	acks      subAcks    // resource subscriptions awaiting their acknowledgement (subscribeack.go)
 }
 
 // ptKey is one upstream resource subscription.
@@ -129,7 +130,15 @@ type ptKey struct {
 type ptSubs struct {
 	mu    sync.Mutex
 	next  int
-	byKey map[ptKey]map[int]func()
+	byKey map[ptKey]*ptSub
+}
+
+// ptSub is one upstream URI's subscription and its subscribers.
+type ptSub struct {
+	sess  *mcp.ClientSession // the session subscribed on
+	fns   map[int]func()     // subscribers by id
+	ready chan struct{}      // closed when the upstream subscription is acknowledged or failed
+	err   error              // why it failed, once ready
 }
 
 // passthruList lists sess's resources, templates and prompts (every page)
@@ -220,8 +229,10 @@ func (c *conn) passthruUpdated(_ context.Context, req *mcp.ResourceUpdatedNotifi
 	m := c.m
 	m.pt.mu.Lock()
 	var fns []func()
-	for _, fn := range m.pt.byKey[ptKey{c, req.Params.URI}] {
-		fns = append(fns, fn)
+	if e := m.pt.byKey[ptKey{c, req.Params.URI}]; e != nil {
+		for _, fn := range e.fns {
+			fns = append(fns, fn)
+		}
 	}
 	m.pt.mu.Unlock()
 	for _, fn := range fns {
@@ -436,47 +447,73 @@ func (m *Manager) Complete(ctx context.Context, server string, params *mcp.Compl
 // SubscribeResource subscribes to uri (the server's own URI) on server:
 // updated is called on each notifications/resources/updated the server
 // sends for it, from the connection's goroutine (it must not block), until
-// cancel. The server gets one resources/subscribe per URI however many
-// subscribe here, and resources/unsubscribe when the last cancels; cancel
-// is idempotent. Errors as for ReadResource; on error nothing is
-// subscribed.
+// cancel. The server gets one resources/subscribe (2026-07-28: one
+// subscriptions/listen stream) per URI however many subscribe here, and
+// resources/unsubscribe when the last cancels; cancel is idempotent.
+// SubscribeResource returns once the server has the subscription: the
+// answer to resources/subscribe, or under 2026-07-28 the stream's
+// notifications/subscriptions/acknowledged naming uri, waited for at most
+// Options.InitTimeout (and ctx). Errors as for ReadResource; an
+// Execution-stage error when the acknowledgement does not come; on error
+// nothing is subscribed.
 func (m *Manager) SubscribeResource(ctx context.Context, server, uri string, updated func()) (cancel func(), err error) {
 	c, sess, err := m.ptSession(server)
 	if err != nil {
 		return nil, err
 	}
+	listen := protocolOf(sess) >= "2026-07-28"
 	key := ptKey{c, uri}
 	m.pt.mu.Lock()
 	if m.pt.byKey == nil {
-		m.pt.byKey = map[ptKey]map[int]func(){}
+		m.pt.byKey = map[ptKey]*ptSub{}
 	}
-	first := len(m.pt.byKey[key]) == 0
+	e := m.pt.byKey[key]
+	first := e == nil || (len(e.fns) == 0 && e.sess != sess) // none, or one kept from an earlier session
+	if first {
+		e = &ptSub{sess: sess, fns: map[int]func(){}, ready: make(chan struct{})}
+		m.pt.byKey[key] = e
+	}
 	id := m.pt.next
 	m.pt.next++
-	if m.pt.byKey[key] == nil {
-		m.pt.byKey[key] = map[int]func(){}
-	}
-	m.pt.byKey[key][id] = updated
+	e.fns[id] = updated
 	m.pt.mu.Unlock()
 	drop := func() (last bool) {
 		m.pt.mu.Lock()
 		defer m.pt.mu.Unlock()
-		subs := m.pt.byKey[key]
-		if _, ok := subs[id]; !ok {
+		if _, ok := e.fns[id]; !ok {
 			return false
 		}
-		delete(subs, id)
-		if len(subs) == 0 {
-			delete(m.pt.byKey, key)
-			return true
+		delete(e.fns, id)
+		if len(e.fns) > 0 {
+			return false
 		}
-		return false
+		if !listen || e.err != nil {
+			// Under 2026-07-28 an acknowledged entry stays: its upstream
+			// subscription is kept (see cancel), and a later subscribe
+			// reuses it.
+			if m.pt.byKey[key] == e {
+				delete(m.pt.byKey, key)
+			}
+		}
+		return true
 	}
 	if first {
-		if err := sess.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
+		err := m.subscribeUpstream(ctx, c, sess, server, uri, listen)
+		m.pt.mu.Lock()
+		e.err = err
+		m.pt.mu.Unlock()
+		close(e.ready)
+	} else {
+		select {
+		case <-e.ready:
+		case <-ctx.Done():
 			drop()
-			return nil, ptError(server, "resources/subscribe", err)
+			return nil, fmt.Errorf("Execution: resources/subscribe %s on MCP server %s was still waiting for the server when the request ended: %w", uri, server, ctx.Err())
 		}
+	}
+	if e.err != nil {
+		drop()
+		return nil, e.err
 	}
 	var once sync.Once
 	return func() {
@@ -484,7 +521,7 @@ func (m *Manager) SubscribeResource(ctx context.Context, server, uri string, upd
 			if !drop() {
 				return
 			}
-			if ir := sess.InitializeResult(); ir != nil && ir.ProtocolVersion >= "2026-07-28" {
+			if listen {
 				// Under 2026-07-28 an unsubscribe ends the URI's
 				// subscriptions/listen stream, and the MCP Go SDK
 				// (v1.8.0) server then drops every list_changed
@@ -502,4 +539,34 @@ func (m *Manager) SubscribeResource(ctx context.Context, server, uri string, upd
 			}
 		})
 	}, nil
+}
+
+// subscribeUpstream subscribes sess to uri and returns once the server
+// has it: the resources/subscribe answer, or under 2026-07-28 (listen) the
+// acknowledgement of the subscriptions/listen stream the SDK opens in the
+// background, bounded by ctx and Options.InitTimeout.
+func (m *Manager) subscribeUpstream(ctx context.Context, c *conn, sess *mcp.ClientSession, server, uri string, listen bool) error {
+	if !listen {
+		if err := sess.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
+			return ptError(server, "resources/subscribe", err)
+		}
+		return nil
+	}
+	if ir := sess.InitializeResult(); ir == nil || ir.Capabilities == nil || ir.Capabilities.Resources == nil || !ir.Capabilities.Resources.Subscribe {
+		return fmt.Errorf("Execution: MCP server %s does not offer resource subscriptions (no resources.subscribe capability), so %s cannot be subscribed; read it again instead", server, uri)
+	}
+	acked, forget := c.pt.acks.expect(uri)
+	defer forget()
+	if err := sess.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
+		return ptError(server, "subscriptions/listen", err)
+	}
+	wait, stop := context.WithTimeout(ctx, m.opts.InitTimeout)
+	defer stop()
+	select {
+	case <-acked:
+		return nil
+	case <-wait.Done():
+		_ = sess.Unsubscribe(context.WithoutCancel(ctx), &mcp.UnsubscribeParams{URI: uri}) // ends the stream (SDK: cancels it locally)
+		return fmt.Errorf("Execution: MCP server %s did not acknowledge the subscription to %s within %s (mcp initTimeout): %w; check the server with aibuddy tools", server, uri, m.opts.InitTimeout, wait.Err())
+	}
 }

@@ -269,6 +269,53 @@ func TestPassthruSubscriptionsAndListChanged(t *testing.T) {
 	}
 }
 
+// TestPassthruConcurrentSubscribersWaitForOne: subscribers of one URI
+// arriving together make one upstream subscription, and none returns
+// before the server has it (2026-07-28: its subscriptions/listen stream
+// acknowledged), so the server's count is 1 the moment they all returned,
+// and an update reaches each.
+func TestPassthruConcurrentSubscribersWaitForOne(t *testing.T) {
+	for _, legacy := range []bool{true, false} {
+		t.Run(map[bool]string{true: "2025-11-25", false: "2026-07-28"}[legacy], func(t *testing.T) {
+			m := connect(t, nil, passthruServer("a", legacy))
+			const n = 4
+			got := make(chan int, n)
+			var wg sync.WaitGroup
+			errs := make(chan error, n)
+			for i := range n {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					cancel, err := m.SubscribeResource(context.Background(), "a", "test://a/r2", func() { got <- i })
+					if err != nil {
+						errs <- err
+						return
+					}
+					t.Cleanup(cancel)
+				}()
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Fatal(err)
+			}
+			if s := ptCall(t, m, "a__subs", `{}`); s != "1/0" {
+				t.Errorf("after %d concurrent subscribers returned: subscribe/unsubscribe requests %s, want 1/0", n, s)
+			}
+			ptCall(t, m, "a__touch", `{"uri":"test://a/r2"}`)
+			seen := map[int]bool{}
+			for len(seen) < n {
+				select {
+				case i := <-got:
+					seen[i] = true
+				case <-time.After(10 * time.Second):
+					t.Fatalf("updates reached subscribers %v of %d", seen, n)
+				}
+			}
+		})
+	}
+}
+
 func TestNamespacedURI(t *testing.T) {
 	u := mcpclient.NamespacedURI("my docs", "file:///a b")
 	if u != "aibuddy://my%20docs/file:///a b" {

@@ -277,6 +277,10 @@ func (s *rawServer) call(m rpcMsg) {
 		s.mu.Unlock()
 		s.listChanged()
 		s.reply(m.ID, text("beta done"))
+	case "surrogate":
+		// BH-097 (b): a text whose JSON holds a high surrogate escape
+		// without its low half, beside a proper pair (an emoji).
+		s.reply(m.ID, map[string]any{"content": json.RawMessage(`[{"type":"text","text":"ok \ud800 end \ud83d\ude00"}]`)})
 	case "rich":
 		s.reply(m.ID, map[string]any{"content": []any{
 			map[string]any{"type": "text", "text": "hello"},

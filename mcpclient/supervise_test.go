@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aibuddy/aibuddy/internal/proctest"
 	"github.com/aibuddy/aibuddy/mcpclient"
 	"github.com/aibuddy/aibuddy/tool"
 )
@@ -382,28 +383,13 @@ func TestStdioRespawnGap(t *testing.T) {
 	mustFail(t, callName(t, m, "fx__echo", `{"s":"gap"}`), "is reconnecting", "exited with status 3", "crashing at start")
 }
 
-// children lists the pids of this process's live children (from /proc).
+// children lists the pids of this process's live children
+// (proctest.Children: from /proc, zombies left out).
 func children(t *testing.T) []string {
 	t.Helper()
-	self := strconv.Itoa(os.Getpid())
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out []string
-	for _, e := range ents {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid ...: comm may hold spaces, so split after ')'.
-		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-		if len(f) > 1 && f[1] == self && f[0] != "Z" {
-			out = append(out, e.Name())
-		}
+	for _, p := range proctest.Children(os.Getpid()) {
+		out = append(out, strconv.Itoa(p.PID))
 	}
 	return out
 }

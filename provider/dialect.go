@@ -28,6 +28,11 @@ type SchemaDecision struct {
 	// each also logged at Warn: what the provider no longer enforces and
 	// the full schema still checks at dispatch (Parameters stage).
 	Changes []string
+	// Rewrites lists the meaning-preserving changes made for this dialect
+	// ("path: what": a $ref inlined, a one-branch anyOf collapsed, an
+	// optional property sent required and nullable for strict mode): the
+	// shape the model sees differs, what it may send does not.
+	Rewrites []string
 	// Err is set when the schema cannot be projected at all (it wraps
 	// toolschema.ErrSchema); a request with this tool is not sent.
 	Err error

@@ -397,7 +397,20 @@ func report(title string, n int, d, p sample) {
 	fmt.Printf("  %-8s median %9s  p99 %9s  server CPU/call %8s\n", "direct", us(dm), us(d99), cpu(d.cpu))
 	fmt.Printf("  %-8s median %9s  p99 %9s  server CPU/call %8s\n", "aibuddy", us(pm), us(p99), cpu(p.cpu))
 	fmt.Printf("  added    median %9s  p99 %9s  ratio %.2f (median)\n", us(pm-dm), us(p99-d99), float64(pm)/float64(dm))
+	own := "?"
+	if d.cpu >= 0 && p.cpu >= 0 {
+		own = us((p.cpu - d.cpu) / time.Duration(n))
+	}
+	verdict := "met"
+	if pm-dm > goalAdded {
+		verdict = "NOT met"
+	}
+	fmt.Printf("  goal (issue 10): at most %s added per call: %s (added median %s; server CPU/call added %s)\n", us(goalAdded), verdict, us(pm-dm), own)
 }
+
+// goalAdded is issue 10's goal for aibuddy's own time per call through
+// `aibuddy mcp`: the median latency it adds over the direct side.
+const goalAdded = 100 * time.Microsecond
 
 // serve runs this program as a stdio MCP server.
 func serve(what string) error {

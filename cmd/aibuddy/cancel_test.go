@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/aibuddy/aibuddy/internal/proctest"
 )
 
 // rawHost drives `aibuddy mcp` over stdio with hand-written frames, as a
@@ -121,31 +123,34 @@ func (h *rawHost) expectDropped(ctx context.Context, id string) {
 	}
 }
 
-// waitPID waits for the file a command writes its treeLine into.
+// waitPID waits for the file a command writes its treeLine into (on its
+// folder's inotify events), until ctx's deadline.
 func waitPID(ctx context.Context, t *testing.T, path string) tree {
 	t.Helper()
-	for {
-		if b, err := os.ReadFile(path); err == nil && strings.HasSuffix(string(b), "\n") {
-			return parseTree(t, b)
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatal("the command never started")
-		case <-time.After(20 * time.Millisecond):
-		}
+	b, err := proctest.WaitLine(path, untilDeadline(ctx))
+	if err != nil {
+		t.Fatalf("the command never started: %v", err)
+	}
+	return parseTree(t, b)
+}
+
+// waitGroupGone waits until no live process of the command is left (on
+// the processes' pidfds), until ctx's deadline.
+func waitGroupGone(ctx context.Context, t *testing.T, pgid tree) {
+	t.Helper()
+	left, err := proctest.WaitGone(func() []proctest.Proc { return proctest.Live(pgid) }, untilDeadline(ctx))
+	if err != nil || len(left) > 0 {
+		t.Fatalf("the command's processes (%+v) still run after the cancellation: %v %v", pgid, left, err)
 	}
 }
 
-// waitGroupGone waits until no live process of the command is left.
-func waitGroupGone(ctx context.Context, t *testing.T, pgid tree) {
-	t.Helper()
-	for treeHasLive(pgid) {
-		select {
-		case <-ctx.Done():
-			t.Fatalf("the command's processes (%+v) still run after the cancellation", pgid)
-		case <-time.After(20 * time.Millisecond):
-		}
+// untilDeadline is the time left before ctx's deadline (a minute without
+// one).
+func untilDeadline(ctx context.Context) time.Duration {
+	if d, ok := ctx.Deadline(); ok {
+		return time.Until(d)
 	}
+	return time.Minute
 }
 
 // dropped is what aibuddy logs (with --verbose) when it holds back the

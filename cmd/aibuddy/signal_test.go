@@ -3,7 +3,6 @@ package main_test
 import (
 	"bytes"
 	"context"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -37,17 +36,7 @@ func TestMCPSigtermStopsCommandsInFlight(t *testing.T) {
 		_, _ = cs.CallTool(ctx, &mcp.CallToolParams{Name: "execute",
 			Arguments: map[string]any{"command": treeLine + " > pid; sleep 600 & sleep 600", "timeout_ms": 600000}})
 	}()
-	var pgid tree
-	for pgid.pgid == 0 {
-		if b, err := os.ReadFile(filepath.Join(ws, "pid")); err == nil && strings.HasSuffix(string(b), "\n") {
-			pgid = parseTree(t, b)
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatal("the command never started")
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+	pgid := waitPID(ctx, t, filepath.Join(ws, "pid"))
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -63,13 +52,9 @@ func TestMCPSigtermStopsCommandsInFlight(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("aibuddy mcp did not exit after SIGTERM")
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for treeHasLive(pgid) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the command's processes (%+v) survived aibuddy mcp", pgid)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	gone, stop := context.WithTimeout(ctx, 10*time.Second)
+	defer stop()
+	waitGroupGone(gone, t, pgid)
 	// A host's SIGTERM is the normal end: no ERROR or WARN lines.
 	for _, line := range strings.Split(stderr.String(), "\n") {
 		if strings.Contains(line, "level=ERROR") || strings.Contains(line, "level=WARN") {

@@ -8,10 +8,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/aibuddy/aibuddy/internal/proctest"
 )
 
 // A bad line on stdin (not JSON, not JSON-RPC, over the frame limit) is
@@ -150,7 +151,10 @@ func TestMCPStdioAnswersRequestsReadBeforeEOF(t *testing.T) {
 
 // A call still running mcp.drainGrace after the host closed stdin is
 // cancelled: its process group is stopped and aibuddy exits, long before
-// the command's own 10-minute timeout.
+// the command's own 10-minute timeout. The host closes stdin only once the
+// command has started (its first output arrives as notifications/progress,
+// after it wrote its pid file), so the grace is measured against a running
+// command however long the start took on a loaded machine.
 func TestMCPStdioDrainGraceCancelsLongCalls(t *testing.T) {
 	ws := t.TempDir()
 	cfg := filepath.Join(t.TempDir(), "aibuddy.json")
@@ -160,16 +164,46 @@ func TestMCPStdioDrainGraceCancelsLongCalls(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "mcp", "--workspace", ws, "--config", cfg, "--data-dir", t.TempDir())
-	cmd.Stdin = strings.NewReader(rawFrames(
-		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"execute","arguments":{"command":"echo $$ $(readlink /proc/self/ns/pid) > pid; sleep 600","timeout_ms":600000}}}`))
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = stdin.Write([]byte(rawFrames(
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"execute","_meta":{"progressToken":"p"},"arguments":{"command":"echo $$ $(readlink /proc/self/ns/pid) > pid; echo started; sleep 600","timeout_ms":600000}}}`)))
+	var out []byte
+	started := false
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		line := sc.Bytes()
+		out = append(append(out, line...), '\n')
+		var msg struct {
+			Method string
+			Params struct{ Message string }
+		}
+		if !started && json.Unmarshal(line, &msg) == nil && msg.Method == "notifications/progress" && strings.Contains(msg.Params.Message, "started") {
+			started = true
+			_ = stdin.Close() // the host goes away while the command runs
+		}
+	}
+	err = cmd.Wait()
 	if ctx.Err() != nil {
-		t.Fatalf("aibuddy mcp did not exit after the drain grace; stderr: %s", stderr.String())
+		t.Fatalf("aibuddy mcp did not exit after the drain grace (command started: %v); stderr: %s", started, stderr.String())
 	}
 	if err != nil {
 		t.Fatalf("exit: %v\nstderr: %s", err, stderr.String())
+	}
+	if !started {
+		t.Fatalf("the command's first output never came as notifications/progress: %s\nstderr: %s", out, stderr.String())
 	}
 	if _, ok := responses(t, out)["1"]; !ok {
 		t.Errorf("initialize was not answered: %s", out)
@@ -187,67 +221,21 @@ func TestMCPStdioDrainGraceCancelsLongCalls(t *testing.T) {
 }
 
 // treeLine is the shell code that writes what identifies a command's
-// processes on the host: the shell's pid ($$, its process group id) and
-// its PID namespace. Confined (the default), $$ is a pid inside the
-// sandbox's own PID namespace, so the namespace is what identifies them.
-const treeLine = "echo $$ $(readlink /proc/self/ns/pid)"
+// processes on the host (proctest.TreeLine).
+const treeLine = proctest.TreeLine
 
 // tree identifies a command's processes (see treeLine).
-type tree struct {
-	pgid int
-	ns   string
-}
+type tree = proctest.Tree
 
 func parseTree(t *testing.T, b []byte) tree {
 	t.Helper()
-	f := strings.Fields(string(b))
-	if len(f) != 2 {
-		t.Fatalf("pid file %q: want the pid and the PID namespace", b)
+	id, err := proctest.ParseTree(string(b))
+	if err != nil {
+		t.Fatalf("pid file: %v", err)
 	}
-	pid, err := strconv.Atoi(f[0])
-	if err != nil || pid <= 0 {
-		t.Fatalf("pid file %q", b)
-	}
-	return tree{pgid: pid, ns: f[1]}
+	return id
 }
 
 // treeHasLive reports whether a process of the command is alive: one in
 // its PID namespace (confined), else one in its process group.
-func treeHasLive(id tree) bool {
-	if own, _ := os.Readlink("/proc/self/ns/pid"); id.ns == own {
-		return groupHasLive(id.pgid)
-	}
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		if l, err := os.Readlink(filepath.Join("/proc", e.Name(), "ns", "pid")); err != nil || l != id.ns {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		s := string(b)
-		if f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:]); len(f) > 0 && f[0] != "Z" && f[0] != "X" {
-			return true
-		}
-	}
-	return false
-}
-
-// groupHasLive reports whether a process of group pgid is alive (not a
-// zombie waiting for init to reap it), from /proc.
-func groupHasLive(pgid int) bool {
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		s := string(b)
-		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-		if len(f) > 2 && f[0] != "Z" && f[0] != "X" && f[2] == strconv.Itoa(pgid) {
-			return true
-		}
-	}
-	return false
-}
+func treeHasLive(id tree) bool { return len(proctest.Live(id)) > 0 }

@@ -51,6 +51,9 @@ type toolJSON struct {
 	Gate        string          `json:"gate"`     // which rule decided the exposure
 	Description string          `json:"description"`
 	InputSchema json.RawMessage `json:"inputSchema"`
+	// Schemas is what each provider dialect sends of InputSchema
+	// (schemaexplain.go).
+	Schemas []schemaJSON `json:"schemas,omitempty"`
 }
 
 type serverJSON struct {
@@ -190,10 +193,15 @@ func writeToolsJSON(cmd *cobra.Command, r *run) error {
 	if out.Excluded == nil {
 		out.Excluded = []capability.Exclusion{}
 	}
-	for _, row := range toolRows(r) {
+	rows := toolRows(r)
+	dec, err := schemaDecisions(r, rows)
+	if err != nil {
+		return err
+	}
+	for _, row := range rows {
 		t := row.tool
 		out.Tools = append(out.Tools, toolJSON{Name: t.Name(), Group: row.group, Server: row.server,
-			Exposure: string(row.exposure), Gate: row.gate, Description: t.Description(), InputSchema: t.InputSchema()})
+			Exposure: string(row.exposure), Gate: row.gate, Description: t.Description(), InputSchema: t.InputSchema(), Schemas: dec[t.Name()]})
 	}
 	enc := json.NewEncoder(cmd.OutOrStdout())
 	enc.SetIndent("", "  ")
@@ -225,6 +233,11 @@ func writeToolsText(cmd *cobra.Command, r *run) error {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", row.tool.Name(), row.group, row.exposure, row.gate, firstLine(row.tool.Description(), 60))
 	}
 	tw.Flush()
+	dec, err := schemaDecisions(r, rows)
+	if err != nil {
+		return err
+	}
+	writeSchemasText(w, rows, dec)
 	if len(r.exclusions) > 0 {
 		fmt.Fprintf(w, "\nExcluded (%d):\n", len(r.exclusions))
 		tw = tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)

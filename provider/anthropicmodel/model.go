@@ -298,6 +298,7 @@ func (m *Model) projection(t provider.Tool) projection {
 			pr.decision.Changes = append(pr.decision.Changes, n.String())
 		} else {
 			m.log.Debug("tool schema projected for Anthropic", "tool", t.Name, "path", n.Path, "change", n.What)
+			pr.decision.Rewrites = append(pr.decision.Rewrites, n.String())
 		}
 	}
 	m.mu.Lock()

@@ -80,6 +80,8 @@ func (p *projector) projection(name string, schema json.RawMessage) projection {
 		if n.Lossy {
 			p.log.Warn("chatmodel: tool schema projected with loss", "tool", name, "dialect", string(p.dialect), "note", n.String())
 			pr.decision.Changes = append(pr.decision.Changes, n.String())
+		} else {
+			pr.decision.Rewrites = append(pr.decision.Rewrites, n.String())
 		}
 	}
 	if p.seen == nil {

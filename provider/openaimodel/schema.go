@@ -85,6 +85,8 @@ func (p *projector) projection(name string, schema json.RawMessage) projection {
 		if n.Lossy {
 			p.log.Warn("openaimodel: tool schema projected with loss", "tool", name, "note", n.String())
 			pr.decision.Changes = append(pr.decision.Changes, n.String())
+		} else {
+			pr.decision.Rewrites = append(pr.decision.Rewrites, n.String())
 		}
 	}
 	if p.seen == nil {

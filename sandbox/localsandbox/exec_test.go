@@ -6,14 +6,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aibuddy/aibuddy/internal/proctest"
 	"github.com/aibuddy/aibuddy/sandbox"
 	"github.com/aibuddy/aibuddy/sandbox/confine"
 )
@@ -80,123 +79,35 @@ func runExec(t *testing.T, ctx context.Context, sb *Sandbox, req sandbox.ExecReq
 }
 
 // treeLine is the shell code whose output line identifies a command's
-// processes on the host: the shell's pid ($$, its process group id) and
-// its PID namespace. Confined (the default), $$ is a pid inside the
-// sandbox's own PID namespace, so the namespace is what identifies them.
-const treeLine = "echo $$ $(readlink /proc/self/ns/pid)"
-
-// treeID identifies a command's processes (see treeLine).
-type treeID struct {
-	pgid int
-	ns   string // "pid:[inode]"
-}
+// processes on the host (proctest.TreeLine).
+const treeLine = proctest.TreeLine
 
 // firstLinePID parses the first line of out as a treeLine.
-func firstLinePID(t *testing.T, out string) treeID {
+func firstLinePID(t *testing.T, out string) proctest.Tree {
 	t.Helper()
-	line, _, _ := strings.Cut(out, "\n")
-	f := strings.Fields(line)
-	if len(f) != 2 {
-		t.Fatalf("no pid and PID namespace on the first output line: %q", out)
+	id, err := proctest.ParseTree(out)
+	if err != nil {
+		t.Fatal(err)
 	}
-	pid, err := strconv.Atoi(f[0])
-	if err != nil || pid < 1 {
-		t.Fatalf("no pid on the first output line: %q", out)
-	}
-	return treeID{pgid: pid, ns: f[1]}
+	return id
 }
 
-// assertGroupGone checks that no live process of the command remains: in
-// its own PID namespace (confined), no live process on the host is in that
-// namespace; otherwise kill(-pgid, 0) fails with ESRCH, or every member
-// left is a zombie (this process reaps only its direct children).
-func assertGroupGone(t *testing.T, id treeID) {
+// assertGroupGone checks that no live process of the command remains
+// (proctest.Live: its PID namespace when confined, else its process
+// group), waiting on the processes' ends for at most 5 s; a group left
+// over is killed.
+func assertGroupGone(t *testing.T, id proctest.Tree) {
 	t.Helper()
-	if own, _ := os.Readlink("/proc/self/ns/pid"); id.ns != own {
-		deadline := time.Now().Add(5 * time.Second)
-		for {
-			live := liveInNamespace(id.ns)
-			if len(live) == 0 {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Errorf("PID namespace %s still has live processes: %v", id.ns, live)
-				return
-			}
-			time.Sleep(50 * time.Millisecond)
+	left, err := proctest.WaitGone(func() []proctest.Proc { return proctest.Live(id) }, 5*time.Second)
+	if err != nil {
+		t.Error(err)
+	}
+	if len(left) > 0 {
+		t.Errorf("the command's processes %+v still live: %v", id, left)
+		if !id.Confined() {
+			syscall.Kill(-id.PGID, syscall.SIGKILL)
 		}
 	}
-	pgid := id.pgid
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		err := syscall.Kill(-pgid, 0)
-		if errors.Is(err, syscall.ESRCH) {
-			return
-		}
-		live := liveMembers(pgid)
-		if len(live) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Errorf("process group %d still has live members: %v", pgid, live)
-			syscall.Kill(-pgid, syscall.SIGKILL)
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// liveInNamespace lists the non-zombie host processes in the PID
-// namespace ns ("pid:[inode]").
-func liveInNamespace(ns string) []string {
-	ents, _ := os.ReadDir("/proc")
-	var live []string
-	for _, e := range ents {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
-			continue
-		}
-		if l, err := os.Readlink("/proc/" + e.Name() + "/ns/pid"); err != nil || l != ns {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		if i := bytes.LastIndexByte(b, ')'); i >= 0 && len(b) > i+2 && b[i+2] == 'Z' {
-			continue
-		}
-		live = append(live, strings.TrimSpace(string(b)))
-	}
-	return live
-}
-
-// liveMembers lists the non-zombie processes whose process group is pgid,
-// from /proc/<pid>/stat ("pid (comm) state ppid pgrp ...").
-func liveMembers(pgid int) []string {
-	ents, _ := os.ReadDir("/proc")
-	var live []string
-	for _, e := range ents {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		s := string(b)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(s[i+1:])
-		if len(f) < 3 || f[0] == "Z" || f[0] == "X" {
-			continue
-		}
-		if g, _ := strconv.Atoi(f[2]); g == pgid {
-			live = append(live, e.Name()+" "+s[:i+1]+" "+f[0])
-		}
-	}
-	return live
 }
 
 func TestExecExitCodeAndStreams(t *testing.T) {
@@ -674,22 +585,23 @@ func TestExecStopsSetsidEscapees(t *testing.T) {
 	if r.res.Escaped < 1 {
 		t.Errorf("Escaped = %d, want >= 1", r.res.Escaped)
 	}
-	if own, _ := os.Readlink("/proc/self/ns/pid"); id.ns != own {
+	if id.Confined() {
 		// Confined: the whole PID namespace ended with the call.
 		assertGroupGone(t, id)
 		return
 	}
-	pid := id.pgid
-	deadline := time.Now().Add(hangBound)
-	for syscall.Kill(pid, 0) == nil {
-		// A killed child of init may be a zombie for a moment.
-		if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil && strings.Contains(string(st), ") Z ") {
-			break
+	// A killed child of init may be a zombie for a moment: gone.
+	left, err := proctest.WaitGone(func() []proctest.Proc {
+		var out []proctest.Proc
+		for _, p := range proctest.InGroup(id.PGID) {
+			if p.PID == id.PGID {
+				out = append(out, p)
+			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("process %d, which left the group with setsid, outlived the call", pid)
-		}
-		time.Sleep(10 * time.Millisecond)
+		return out
+	}, hangBound)
+	if err != nil || len(left) > 0 {
+		t.Fatalf("process %d, which left the group with setsid, outlived the call: %v %v", id.PGID, left, err)
 	}
 }
 
