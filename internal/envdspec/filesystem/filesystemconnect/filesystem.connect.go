@@ -8,7 +8,7 @@ import (
 	connect "connectrpc.com/connect"
 	context "context"
 	errors "errors"
-	filesystem "github.com/aibuddy/aibuddy/sandbox/e2bsandbox/internal/envdspec/filesystem"
+	filesystem "github.com/aibuddy/aibuddy/internal/envdspec/filesystem"
 	http "net/http"
 	strings "strings"
 )

@@ -1398,8 +1398,8 @@ const file_filesystem_filesystem_proto_rawDesc = "" +
 	"\bWatchDir\x12\x1b.filesystem.WatchDirRequest\x1a\x1c.filesystem.WatchDirResponse0\x01\x12T\n" +
 	"\rCreateWatcher\x12 .filesystem.CreateWatcherRequest\x1a!.filesystem.CreateWatcherResponse\x12]\n" +
 	"\x10GetWatcherEvents\x12#.filesystem.GetWatcherEventsRequest\x1a$.filesystem.GetWatcherEventsResponse\x12T\n" +
-	"\rRemoveWatcher\x12 .filesystem.RemoveWatcherRequest\x1a!.filesystem.RemoveWatcherResponseB\xb5\x01\n" +
-	"\x0ecom.filesystemB\x0fFilesystemProtoP\x01ZJgithub.com/aibuddy/aibuddy/sandbox/e2bsandbox/internal/envdspec/filesystem\xa2\x02\x03FXX\xaa\x02\n" +
+	"\rRemoveWatcher\x12 .filesystem.RemoveWatcherRequest\x1a!.filesystem.RemoveWatcherResponseB\xa2\x01\n" +
+	"\x0ecom.filesystemB\x0fFilesystemProtoP\x01Z7github.com/aibuddy/aibuddy/internal/envdspec/filesystem\xa2\x02\x03FXX\xaa\x02\n" +
 	"Filesystem\xca\x02\n" +
 	"Filesystem\xe2\x02\x16Filesystem\\GPBMetadata\xea\x02\n" +
 	"Filesystemb\x06proto3"

@@ -8,7 +8,7 @@ import (
 	connect "connectrpc.com/connect"
 	context "context"
 	errors "errors"
-	process "github.com/aibuddy/aibuddy/sandbox/e2bsandbox/internal/envdspec/process"
+	process "github.com/aibuddy/aibuddy/internal/envdspec/process"
 	http "net/http"
 	strings "strings"
 )
