@@ -83,14 +83,15 @@ type Options struct {
 
 // Sandbox is a sandbox.Sandbox on one workspace inside a remote sandbox.
 type Sandbox struct {
-	opts   Options
-	base   string // EnvdURL without a trailing slash
-	ws     string // absolute, cleaned
-	wsReal string // ws as envd resolves it (every link followed)
-	hc     *http.Client
-	proc   processconnect.ProcessClient
-	fs     filesystemconnect.FilesystemClient
-	closed chan struct{}
+	opts      Options
+	base      string // EnvdURL without a trailing slash
+	ws        string // absolute, cleaned
+	wsReal    string // ws as envd resolves it (every link followed)
+	sandboxID string // set by NewAPI
+	hc        *http.Client
+	proc      processconnect.ProcessClient
+	fs        filesystemconnect.FilesystemClient
+	closed    chan struct{}
 }
 
 // New connects to the envd at opts.EnvdURL: it checks GET /health and

@@ -503,6 +503,26 @@ func (s *Sandbox) Search(ctx context.Context, req sandbox.SearchRequest) (*sandb
 		return nil, withDisplay(err, t.display)
 	}
 	res.Partial = res.Partial || partial
+	if t.real != t.display { // reached through a link: show the requested path
+		shown := func(p string) string {
+			if p == t.real {
+				return t.display
+			}
+			if rest, ok := strings.CutPrefix(p, t.real+"/"); ok {
+				if t.display == "." {
+					return rest
+				}
+				return t.display + "/" + rest
+			}
+			return p
+		}
+		for i := range res.Files {
+			res.Files[i].Path = shown(res.Files[i].Path)
+		}
+		for i := range res.Matches {
+			res.Matches[i].Path = shown(res.Matches[i].Path)
+		}
+	}
 	return res, nil
 }
 
