@@ -166,8 +166,11 @@ func setDur(d *time.Duration, def time.Duration) {
 // Kind is sandbox.KindE2B.
 func (s *Sandbox) Kind() sandbox.Kind { return sandbox.KindE2B }
 
-// Workspace is "<workspace path> (e2b sandbox at <envd URL>)".
-func (s *Sandbox) Workspace() string { return s.ws + " (e2b sandbox at " + s.base + ")" }
+// Workspace is the workspace's absolute path inside the sandbox.
+func (s *Sandbox) Workspace() string { return s.ws }
+
+// EnvdURL is the envd the adapter talks to.
+func (s *Sandbox) EnvdURL() string { return s.base }
 
 // Supports is true for the six operations.
 func (s *Sandbox) Supports(op sandbox.Op) bool {
