@@ -33,7 +33,12 @@ func TestConformance(t *testing.T) {
 	sandboxtest.RunWith(t, func(t *testing.T, workspace string) sandbox.Sandbox {
 		s, _ := open(t, workspace)
 		return s
-	}, sandboxtest.Options{NoHandleOpen: "envd's Filesystem and /files calls take paths, so a link swapped in between the Stat walk and the transfer is not excluded"})
+	}, sandboxtest.Options{
+		// Every fixture through the adapter (Write, Exec), as for a
+		// sandbox on another machine.
+		Fixtures:     sandboxtest.FixturesThroughSandbox,
+		NoHandleOpen: "envd's Filesystem and /files calls take paths, so a link swapped in between the Stat walk and the transfer is not excluded",
+	})
 }
 
 func TestWrongTokenIsRefusedAtOpen(t *testing.T) {

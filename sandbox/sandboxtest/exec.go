@@ -106,7 +106,7 @@ func (e *env) assertGroupGone(pgid string) {
 // timeouts and cancellation stopping the whole process tree, lingering
 // output, output streamed in bounded chunks. The commands are POSIX sh;
 // the process-tree checks read /proc inside the sandbox (Linux).
-func runExec(t *testing.T, newSandbox NewFunc) {
+func runExec(t *testing.T, newSandbox suite) {
 	probe := newEnv(t, newSandbox)
 	if !probe.sb.Supports(sandbox.OpExec) {
 		reason := "Supports(OpExec) is false"

@@ -81,7 +81,8 @@ func guarded(t *testing.T, fifos []string, op func(ctx context.Context)) (stuck 
 	}
 }
 
-func runObjects(t *testing.T, newSandbox NewFunc, opts Options) {
+func runObjects(t *testing.T, newSandbox suite) {
+	opts := newSandbox.opts
 	t.Run("Deny judges the real path of what is opened", func(t *testing.T) {
 		e := newEnv(t, newSandbox)
 		e.write(".env", "SECRET="+secretMark+"\n")
@@ -125,7 +126,7 @@ func runObjects(t *testing.T, newSandbox NewFunc, opts Options) {
 		// directory is made.
 		_, err := e.sb.Write(e.ctx, sandbox.WriteRequest{Path: "vault/new/deeper/f.txt", Content: []byte("x"), Deny: deny})
 		wantDenied("write vault/new/deeper/f.txt", err)
-		if exists(filepath.Join(e.ws, "secrets", "new")) {
+		if e.exists(filepath.Join(e.ws, "secrets", "new")) {
 			t.Error("secrets/new was created for a denied write")
 		}
 		if got := e.read(".env"); got != "SECRET="+secretMark+"\n" {
