@@ -30,13 +30,18 @@ func open(t *testing.T, workspace string) (*e2bsandbox.Sandbox, *fxenvd.Server) 
 }
 
 func TestConformance(t *testing.T) {
+	// Every fixture is made through the adapter (Write, Exec), as for a
+	// sandbox on another machine; -short (the race pass) uses the local
+	// folder the fixture envd serves, which is quicker.
+	fixtures := sandboxtest.FixturesThroughSandbox
+	if testing.Short() {
+		fixtures = sandboxtest.FixturesLocal
+	}
 	sandboxtest.RunWith(t, func(t *testing.T, workspace string) sandbox.Sandbox {
 		s, _ := open(t, workspace)
 		return s
 	}, sandboxtest.Options{
-		// Every fixture through the adapter (Write, Exec), as for a
-		// sandbox on another machine.
-		Fixtures:     sandboxtest.FixturesThroughSandbox,
+		Fixtures:     fixtures,
 		NoHandleOpen: "envd's Filesystem and /files calls take paths, so a link swapped in between the Stat walk and the transfer is not excluded",
 	})
 }
