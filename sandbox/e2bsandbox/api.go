@@ -53,6 +53,7 @@ type APIOptions struct {
 type newSandboxBody struct {
 	TemplateID string            `json:"templateID"`
 	Timeout    int32             `json:"timeout"`
+	Secure     bool              `json:"secure"` // envd then requires envdAccessToken
 	Metadata   map[string]string `json:"metadata,omitempty"`
 }
 
@@ -122,7 +123,8 @@ func (c *apiClient) do(ctx context.Context, method, path string, body any, want 
 	return nil
 }
 
-// NewAPI creates a sandbox from api.Template through the E2B API (POST
+// NewAPI creates a secured sandbox (NewSandbox.secure: envd then requires
+// the answer's envdAccessToken) from api.Template through the E2B API (POST
 // /sandboxes), opens the adapter on its envd (opts.EnvdURL is made from
 // api.EnvdURLTemplate when empty; opts.AccessToken is the answer's
 // envdAccessToken), keeps the sandbox alive with POST
@@ -156,7 +158,7 @@ func NewAPI(ctx context.Context, api APIOptions, opts Options) (*Sandbox, error)
 	secs := int32(max(api.Timeout/time.Second, 1))
 	var sb createdSandbox
 	cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	err := c.do(cctx, http.MethodPost, "/sandboxes", newSandboxBody{TemplateID: api.Template, Timeout: secs, Metadata: api.Metadata}, http.StatusCreated, &sb)
+	err := c.do(cctx, http.MethodPost, "/sandboxes", newSandboxBody{TemplateID: api.Template, Timeout: secs, Secure: true, Metadata: api.Metadata}, http.StatusCreated, &sb)
 	cancel()
 	if err != nil {
 		return nil, fmt.Errorf("e2bsandbox: Discovery: creating a sandbox from template %q: %w", api.Template, err)

@@ -105,8 +105,8 @@ func TestAPICreateRefreshKill(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := api.Sandbox(s.SandboxID())
-	if c == nil || c.Template != "tpl-aibuddy" || c.Timeout != 3 || c.Metadata["createdBy"] != "aibuddy" {
-		t.Fatalf("created %+v, want template tpl-aibuddy, timeout 3 s, metadata createdBy", c)
+	if c == nil || c.Template != "tpl-aibuddy" || c.Timeout != 3 || !c.Secure || c.Token == "" || c.Metadata["createdBy"] != "aibuddy" {
+		t.Fatalf("created %+v, want template tpl-aibuddy, timeout 3 s, secure (a token), metadata createdBy", c)
 	}
 	if _, err := s.Write(context.Background(), sandbox.WriteRequest{Path: "hello.txt", Content: []byte("hi\n")}); err != nil {
 		t.Fatal(err)
