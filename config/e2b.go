@@ -72,7 +72,7 @@ func (c *Config) checkE2B() error {
 		}
 	}
 	if c.Sandbox.Kind == "e2b" && c.Sandbox.Workspace != "" && !path.IsAbs(c.Sandbox.Workspace) {
-		return fmt.Errorf("sandbox.workspace %q: with sandbox.kind \"e2b\" it is the absolute workspace path inside the sandbox (e.g. /home/user/project)", c.Sandbox.Workspace)
+		return fmt.Errorf("sandbox.workspace %q: with sandbox.kind \"e2b\" it is the absolute workspace path inside the sandbox (e.g. /workspace/project), or unset for the sandbox user's home", c.Sandbox.Workspace)
 	}
 	return nil
 }

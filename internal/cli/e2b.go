@@ -8,10 +8,6 @@ import (
 	"github.com/aibuddy/aibuddy/sandbox/sandboxes"
 )
 
-// DefaultE2BWorkspace is the workspace inside an e2b sandbox when
-// sandbox.workspace is unset: the default user's home.
-const DefaultE2BWorkspace = "/home/user"
-
 // e2bSandboxOptions fills the e2b parts of the sandbox factory's options
 // from sandbox.e2b, sandbox.workspace, sandbox.killDelay,
 // sandbox.drainGrace, sandbox.maxReadBytes and the environment
@@ -21,10 +17,7 @@ func e2bSandboxOptions(cfg *config.Config, o *sandboxes.Options) {
 		return
 	}
 	e := cfg.Sandbox.E2B
-	ws := cfg.Sandbox.Workspace
-	if ws == "" {
-		ws = DefaultE2BWorkspace
-	}
+	ws := cfg.Sandbox.Workspace // "": the sandbox user's home, as envd resolves it
 	token := e.AccessToken
 	if token == "" {
 		token = os.Getenv("E2B_ACCESS_TOKEN")

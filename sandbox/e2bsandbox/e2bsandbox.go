@@ -43,7 +43,8 @@ type Options struct {
 	// envdAccessToken; setting sandbox.e2b.accessToken).
 	AccessToken string
 	// Workspace is the absolute workspace path inside the sandbox
-	// (setting sandbox.workspace), e.g. "/home/user/project".
+	// (setting sandbox.workspace), e.g. "/workspace/project"; "" means the
+	// sandbox user's home as envd resolves it.
 	Workspace string
 	// User is the sandbox user the calls run as (HTTP Basic user name on
 	// the RPCs, "username" on /files, as envd reads them); "" means
@@ -110,8 +111,8 @@ func New(ctx context.Context, opts Options) (*Sandbox, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("e2bsandbox: Discovery: sandbox.e2b.envdURL %q is not an http(s) URL", opts.EnvdURL)
 	}
-	if !path.IsAbs(opts.Workspace) {
-		return nil, fmt.Errorf("e2bsandbox: Parameters: sandbox.workspace %q must be an absolute path inside the sandbox (e.g. /home/user/project)", opts.Workspace)
+	if opts.Workspace != "" && !path.IsAbs(opts.Workspace) {
+		return nil, fmt.Errorf("e2bsandbox: Parameters: sandbox.workspace %q must be an absolute path inside the sandbox (e.g. /workspace/project), or unset for the user's home", opts.Workspace)
 	}
 	if opts.User == "" {
 		opts.User = DefaultUser
@@ -139,6 +140,13 @@ func New(ctx context.Context, opts Options) (*Sandbox, error) {
 	s.fs = filesystemconnect.NewFilesystemClient(hc, s.base, ic)
 	if err := s.health(ctx); err != nil {
 		return nil, err
+	}
+	if s.ws == "." { // unset: envd resolves "" to the user's home
+		e, err := s.stat(ctx, "")
+		if err != nil {
+			return nil, fmt.Errorf("e2bsandbox: Discovery: the sandbox user's home: %w (set sandbox.workspace)", err)
+		}
+		s.ws = path.Clean(e.GetPath())
 	}
 	e, err := s.stat(ctx, s.ws)
 	if err != nil {

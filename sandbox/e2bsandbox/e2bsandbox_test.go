@@ -156,3 +156,17 @@ func TestAPIBadKeyAndTemplate(t *testing.T) {
 		t.Errorf("calls %q: want the one created sandbox killed", api.Calls())
 	}
 }
+
+// An unset workspace is the sandbox user's home, as envd resolves "".
+func TestWorkspaceDefaultsToHome(t *testing.T) {
+	home := t.TempDir()
+	srv := fxenvd.Start(t, fxenvd.Options{AccessToken: token, Home: home})
+	s, err := e2bsandbox.New(context.Background(), e2bsandbox.Options{EnvdURL: srv.URL, AccessToken: token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if s.Workspace() != home {
+		t.Errorf("workspace %q, want the home %q", s.Workspace(), home)
+	}
+}
