@@ -408,9 +408,12 @@ type Provider struct {
 
 // Sandbox selects the sandbox adapter.
 type Sandbox struct {
-	// Kind is "local" (default), "daytona" or "e2b" (the last two are not
-	// available in this build and fail at start-up).
+	// Kind is "local" (default), "e2b" (a remote sandbox over E2B's envd
+	// protocol; see E2B) or "daytona" (not available in this build: it
+	// fails at start-up).
 	Kind string `json:"kind,omitempty"`
+	// E2B configures kind "e2b" (config/e2b.go).
+	E2B E2B `json:"e2b,omitzero"`
 	// Workspace is the root folder; relative paths are relative to the
 	// settings file's folder. Default: the current folder (or --workspace).
 	Workspace string `json:"workspace,omitempty"`
@@ -881,6 +884,9 @@ func (c *Config) validate() error {
 		if strings.TrimSpace(k) == "" {
 			return fmt.Errorf("toolKeys[%d] is empty", i)
 		}
+	}
+	if err := c.checkE2B(); err != nil {
+		return err
 	}
 	return nil
 }

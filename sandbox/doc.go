@@ -4,11 +4,12 @@
 // takes a context.Context that stops it (the seed's AbortSignal).
 //
 // The interface is the contract; adapters live in sub-packages
-// (localsandbox for the local host), package sandboxes maps a [Kind] to an
-// adapter, and package sandboxtest is the conformance suite every adapter
-// passes. The kinds daytona and e2b are known but have no adapter: asking for
-// them returns [ErrUnavailable], never a silent fallback to local (seed:
-// "Presence in a type union is not a claim of deployed support").
+// (localsandbox for the local host, e2bsandbox for a remote sandbox over
+// E2B's envd protocol), package sandboxes maps a [Kind] to an adapter, and
+// package sandboxtest is the conformance suite every adapter passes. The
+// kind daytona is known but has no adapter: asking for it returns
+// [ErrUnavailable], never a silent fallback to local (seed: "Presence in a
+// type union is not a claim of deployed support").
 //
 // Paths in requests are slash-separated and relative to the workspace root;
 // an absolute path is accepted only when it names a place inside the

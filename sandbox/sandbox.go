@@ -10,7 +10,7 @@ import (
 // Kind names a sandbox implementation (the seed's SandboxType).
 type Kind string
 
-// Known kinds. Only KindLocal has an adapter; the others return ErrUnavailable.
+// Known kinds. KindLocal and KindE2B have adapters; KindDaytona returns ErrUnavailable.
 const (
 	KindLocal   Kind = "local"
 	KindDaytona Kind = "daytona"

@@ -285,7 +285,7 @@ func (c *common) resolve(ctx context.Context, o *Options) (*run, error) {
 		return nil, err
 	}
 	ws := c.workspace
-	if ws == "" && r.cfg.Sandbox.Workspace != "" {
+	if ws == "" && r.cfg.Sandbox.Workspace != "" && r.cfg.Sandbox.Kind != "e2b" { // e2b: a path inside the sandbox
 		ws = relativeTo(cfgDir, r.cfg.Sandbox.Workspace)
 	}
 	if ws == "" {
@@ -302,12 +302,14 @@ func (c *common) resolve(ctx context.Context, o *Options) (*run, error) {
 		}
 	}
 	driver := confine.NewDriver(o.Confine)
-	sb, err := sandboxes.New(sandbox.Kind(r.cfg.Sandbox.Kind), sandboxes.Options{
+	sbOpts := sandboxes.Options{
 		Workspace: ws, Local: &localsandbox.Options{Shell: r.cfg.Sandbox.Shell,
 			KillDelay: r.cfg.Sandbox.KillDelay.D(), DrainGrace: r.cfg.Sandbox.DrainGrace.D(),
 			MaxPathDepth: r.cfg.Sandbox.MaxPathDepth, MaxPathBytes: r.cfg.Sandbox.MaxPathBytes,
 			MaxReadBytes: r.cfg.Sandbox.MaxReadBytes,
-			NoTempSweep:  !c.sweepTemps, Confinement: ConfineSettings(r.cfg), Driver: driver}})
+			NoTempSweep:  !c.sweepTemps, Confinement: ConfineSettings(r.cfg), Driver: driver}}
+	e2bSandboxOptions(r.cfg, &sbOpts) // kind "e2b": the workspace is inside the remote sandbox
+	sb, err := sandboxes.New(sandbox.Kind(r.cfg.Sandbox.Kind), sbOpts)
 	if err != nil {
 		return nil, usageErr("%v", err)
 	}

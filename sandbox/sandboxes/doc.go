@@ -1,5 +1,6 @@
 // Package sandboxes is the seed's createSandbox: it maps a sandbox.Kind to an
-// adapter. local opens a localsandbox; daytona and e2b are known kinds
-// without an adapter and return sandbox.ErrUnavailable (never a fallback to
-// local); any other name returns sandbox.ErrUnknownKind.
+// adapter. local opens a localsandbox; e2b opens an e2bsandbox on an
+// existing envd or creates the sandbox through the E2B API; daytona is a
+// known kind without an adapter and returns sandbox.ErrUnavailable (never a
+// fallback to local); any other name returns sandbox.ErrUnknownKind.
 package sandboxes

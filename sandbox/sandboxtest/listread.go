@@ -11,7 +11,6 @@ import (
 	"image/color"
 	"image/png"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -20,7 +19,7 @@ import (
 	"github.com/aibuddy/aibuddy/sandbox"
 )
 
-func runList(t *testing.T, newSandbox NewFunc) {
+func runList(t *testing.T, newSandbox suite) {
 	setup := func(t *testing.T) *env {
 		e := newEnv(t, newSandbox)
 		e.write("b.txt", "bb")
@@ -140,7 +139,7 @@ func runList(t *testing.T, newSandbox NewFunc) {
 	})
 }
 
-func runRead(t *testing.T, newSandbox NewFunc) {
+func runRead(t *testing.T, newSandbox suite) {
 	t.Run("BH-002 tabs stay raw", func(t *testing.T) {
 		e := newEnv(t, newSandbox)
 		e.write("calc.go", "func f(x int) int {\n\tif x > 0 {\n\t\treturn x\n\t}\n\treturn 0\n}\n")
@@ -372,8 +371,7 @@ func runRead(t *testing.T, newSandbox NewFunc) {
 		if buf.Len() <= 5<<20 {
 			t.Fatalf("fixture is %d bytes, not over 5 MiB", buf.Len())
 		}
-		p := filepath.Join(e.ws, "shot.png")
-		if err := os.WriteFile(p, buf.Bytes(), 0o644); err != nil {
+		if err := e.fx.writeFile(filepath.Join(e.ws, "shot.png"), buf.Bytes(), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		r, err := e.sb.Read(e.ctx, sandbox.ReadRequest{Path: "shot.png"})

@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -20,42 +19,83 @@ import (
 // local folder. It registers its own cleanup with t.
 type NewFunc func(t *testing.T, workspace string) sandbox.Sandbox
 
-// Run runs the whole suite against the adapter newSandbox opens.
-func Run(t *testing.T, newSandbox NewFunc) {
-	t.Run("Confinement", func(t *testing.T) { runConfinement(t, newSandbox) })
-	t.Run("List", func(t *testing.T) { runList(t, newSandbox) })
-	t.Run("Read", func(t *testing.T) { runRead(t, newSandbox) })
-	t.Run("Write", func(t *testing.T) { runWrite(t, newSandbox) })
-	t.Run("Edit", func(t *testing.T) { runEdit(t, newSandbox) })
-	t.Run("Search", func(t *testing.T) { runSearch(t, newSandbox) })
-	t.Run("Objects", func(t *testing.T) { runObjects(t, newSandbox) })
+// Options declare how the suite reaches the adapter's workspace and what
+// the adapter cannot offer, each with the reason the suite reports when
+// it skips the subtests that need it.
+type Options struct {
+	// Fixtures is how files are prepared and inspected: FixturesLocal
+	// (default) or FixturesThroughSandbox.
+	Fixtures Fixtures
+	// NoHandleOpen, when set, says the adapter cannot open an object and
+	// judge it as one handle (a path-based remote protocol such as
+	// envd's: Deny is judged on the path resolved just before the
+	// transfer), so the swap-race subtests are skipped with this reason.
+	NoHandleOpen string
+	// NoLocalWorkspace, when set, says the workspace is not a folder on
+	// this machine, so the subtests that make FIFOs, sockets, devices,
+	// sparse files and swap races with system calls on it (Objects) are
+	// skipped with this reason.
+	NoLocalWorkspace string
+}
+
+// suite is one run's constructor and options.
+type suite struct {
+	newSandbox NewFunc
+	opts       Options
+}
+
+// Run runs the whole suite against the adapter newSandbox opens, with
+// the fixtures made on the local folder.
+func Run(t *testing.T, newSandbox NewFunc) { RunWith(t, newSandbox, Options{}) }
+
+// RunWith runs the whole suite as opts says.
+func RunWith(t *testing.T, newSandbox NewFunc, opts Options) {
+	s := suite{newSandbox: newSandbox, opts: opts}
+	t.Run("Confinement", func(t *testing.T) { runConfinement(t, s) })
+	t.Run("List", func(t *testing.T) { runList(t, s) })
+	t.Run("Read", func(t *testing.T) { runRead(t, s) })
+	t.Run("Write", func(t *testing.T) { runWrite(t, s) })
+	t.Run("Edit", func(t *testing.T) { runEdit(t, s) })
+	t.Run("Search", func(t *testing.T) { runSearch(t, s) })
+	t.Run("Objects", func(t *testing.T) {
+		if opts.NoLocalWorkspace != "" {
+			t.Skip("the workspace is not a local folder: " + opts.NoLocalWorkspace)
+		}
+		runObjects(t, s)
+	})
+	t.Run("Exec", func(t *testing.T) { runExec(t, s) })
 }
 
 // env is one subtest's world: a workspace, a folder outside it, and the
 // sandbox under test.
 type env struct {
 	t       *testing.T
-	ws      string // workspace root (absolute)
+	ws      string // workspace root (absolute, as the sandbox sees it)
 	outside string // a folder that is not inside ws
 	sb      sandbox.Sandbox
+	fx      fixtures
 	ctx     context.Context
 }
 
-func newEnv(t *testing.T, newSandbox NewFunc) *env {
+func newEnv(t *testing.T, s suite) *env {
 	t.Helper()
 	ws := t.TempDir()
-	outside := t.TempDir()
-	return &env{t: t, ws: ws, outside: outside, sb: newSandbox(t, ws), ctx: context.Background()}
+	sb := s.newSandbox(t, ws)
+	var fx fixtures = localFixtures{t: t}
+	if s.opts.Fixtures == FixturesThroughSandbox {
+		fx = sandboxFixtures{t: t, sb: sb, ws: ws}
+	}
+	outside, err := fx.tempDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &env{t: t, ws: ws, outside: outside, sb: sb, fx: fx, ctx: context.Background()}
 }
 
 // write creates ws/rel (and its parents) with data.
 func (e *env) write(rel string, data string) {
 	e.t.Helper()
-	p := filepath.Join(e.ws, filepath.FromSlash(rel))
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		e.t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+	if err := e.fx.writeFile(filepath.Join(e.ws, filepath.FromSlash(rel)), []byte(data), 0o644); err != nil {
 		e.t.Fatal(err)
 	}
 }
@@ -64,10 +104,7 @@ func (e *env) write(rel string, data string) {
 func (e *env) writeOut(rel, data string) string {
 	e.t.Helper()
 	p := filepath.Join(e.outside, filepath.FromSlash(rel))
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		e.t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+	if err := e.fx.writeFile(p, []byte(data), 0o644); err != nil {
 		e.t.Fatal(err)
 	}
 	return p
@@ -76,23 +113,31 @@ func (e *env) writeOut(rel, data string) string {
 // read returns the bytes of ws/rel.
 func (e *env) read(rel string) string {
 	e.t.Helper()
-	b, err := os.ReadFile(filepath.Join(e.ws, filepath.FromSlash(rel)))
+	return e.readAbs(filepath.Join(e.ws, filepath.FromSlash(rel)))
+}
+
+// readAbs returns the bytes at an absolute path ("" when unreadable).
+func (e *env) readAbs(p string) string {
+	e.t.Helper()
+	b, err := e.fx.readFile(p)
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	return string(b)
 }
 
+// isLink reports whether the absolute path is a symlink.
+func (e *env) isLink(p string) bool {
+	st, err := e.fx.lstat(p)
+	return err == nil && st.mode&fs.ModeSymlink != 0
+}
+
 // symlink makes ws/rel a symlink to target, skipping the test where the
 // host cannot create symlinks.
 func (e *env) symlink(target, rel string) {
 	e.t.Helper()
-	p := filepath.Join(e.ws, filepath.FromSlash(rel))
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		e.t.Fatal(err)
-	}
-	if err := os.Symlink(target, p); err != nil {
-		e.t.Skipf("host cannot create symlinks: %v", err)
+	if err := e.fx.symlink(target, filepath.Join(e.ws, filepath.FromSlash(rel))); err != nil {
+		e.t.Skipf("cannot create symlinks: %v", err)
 	}
 }
 
@@ -108,22 +153,18 @@ type snapshot struct {
 func (e *env) snap(rel string) snapshot {
 	e.t.Helper()
 	p := filepath.Join(e.ws, filepath.FromSlash(rel))
-	fi, err := os.Lstat(p)
+	fi, err := e.fx.lstat(p)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	return snapshot{data: e.read(rel), size: fi.Size(), mode: fi.Mode(), modTime: fi.ModTime(), names: e.names(filepath.Dir(p))}
+	return snapshot{data: e.read(rel), size: fi.size, mode: fi.mode, modTime: fi.modTime, names: e.names(filepath.Dir(p))}
 }
 
 func (e *env) names(dir string) []string {
 	e.t.Helper()
-	ents, err := os.ReadDir(dir)
+	out, err := e.fx.readDir(dir)
 	if err != nil {
 		e.t.Fatal(err)
-	}
-	var out []string
-	for _, d := range ents {
-		out = append(out, d.Name())
 	}
 	return out
 }
@@ -170,8 +211,9 @@ func wantOutside(t *testing.T, err error) *sandbox.PathError {
 	return pe
 }
 
-func exists(p string) bool {
-	_, err := os.Lstat(p)
+// exists reports whether the absolute path exists (not following a link).
+func (e *env) exists(p string) bool {
+	_, err := e.fx.lstat(p)
 	return err == nil
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -14,7 +13,7 @@ import (
 	"github.com/aibuddy/aibuddy/sandbox"
 )
 
-func runSearch(t *testing.T, newSandbox NewFunc) {
+func runSearch(t *testing.T, newSandbox suite) {
 	grep := func(pattern, p string) sandbox.SearchRequest {
 		return sandbox.SearchRequest{Mode: sandbox.ModeGrep, Pattern: pattern, Path: p}
 	}
@@ -172,7 +171,7 @@ func runSearch(t *testing.T, newSandbox NewFunc) {
 		for i, name := range []string{"old.txt", "mid.txt", "new.txt"} {
 			e.write(name, "hit 1\nhit 2\n")
 			mt := base.Add(time.Duration(i) * time.Minute)
-			if err := os.Chtimes(filepath.Join(e.ws, name), mt, mt); err != nil {
+			if err := e.fx.chtimes(filepath.Join(e.ws, name), mt); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,7 +11,7 @@ import (
 	"github.com/aibuddy/aibuddy/sandbox"
 )
 
-func runWrite(t *testing.T, newSandbox NewFunc) {
+func runWrite(t *testing.T, newSandbox suite) {
 	t.Run("create with parents, evidence read back", func(t *testing.T) {
 		e := newEnv(t, newSandbox)
 		w, err := e.sb.Write(e.ctx, sandbox.WriteRequest{Path: "a/b/c.txt", Content: []byte("hello\n")})
@@ -32,15 +31,15 @@ func runWrite(t *testing.T, newSandbox NewFunc) {
 		e := newEnv(t, newSandbox)
 		e.write("run.sh", "old\n")
 		p := filepath.Join(e.ws, "run.sh")
-		if err := os.Chmod(p, 0o751); err != nil {
+		if err := e.fx.chmod(p, 0o751); err != nil {
 			t.Fatal(err)
 		}
 		w, err := e.sb.Write(e.ctx, sandbox.WriteRequest{Path: "run.sh", Content: []byte("#!/bin/sh\necho new\n")})
 		noError(t, err)
-		fi, err := os.Stat(p)
+		fi, err := e.fx.lstat(p)
 		noError(t, err)
-		if fi.Mode().Perm() != 0o751 {
-			t.Errorf("mode = %v, want 0751", fi.Mode().Perm())
+		if fi.mode.Perm() != 0o751 {
+			t.Errorf("mode = %v, want 0751", fi.mode.Perm())
 		}
 		if w.Created || w.Bytes != 19 || e.read("run.sh") != "#!/bin/sh\necho new\n" {
 			t.Errorf("result %+v, disk %q", w, e.read("run.sh"))
@@ -62,7 +61,7 @@ func runWrite(t *testing.T, newSandbox NewFunc) {
 		e.write("dir/keep", "")
 		_, err := e.sb.Write(e.ctx, sandbox.WriteRequest{Path: "missing/f.txt", Content: []byte("x"), NoCreateParents: true})
 		wantErr(t, err, sandbox.ErrNotFound)
-		if exists(filepath.Join(e.ws, "missing")) {
+		if e.exists(filepath.Join(e.ws, "missing")) {
 			t.Error("NoCreateParents created the parent")
 		}
 		_, err = e.sb.Write(e.ctx, sandbox.WriteRequest{Path: "dir", Content: []byte("x")})
@@ -84,7 +83,7 @@ func runWrite(t *testing.T, newSandbox NewFunc) {
 	})
 }
 
-func runEdit(t *testing.T, newSandbox NewFunc) {
+func runEdit(t *testing.T, newSandbox suite) {
 	edit := func(e *env, p string, reps ...sandbox.Replacement) (*sandbox.EditResult, error) {
 		return e.sb.Edit(e.ctx, sandbox.EditRequest{Path: p, Edits: reps})
 	}
@@ -316,7 +315,7 @@ func runEdit(t *testing.T, newSandbox NewFunc) {
 	t.Run("ambiguous, mode kept, missing file", func(t *testing.T) {
 		e := newEnv(t, newSandbox)
 		e.write("d.txt", "x\nx\n")
-		if err := os.Chmod(filepath.Join(e.ws, "d.txt"), 0o600); err != nil {
+		if err := e.fx.chmod(filepath.Join(e.ws, "d.txt"), 0o600); err != nil {
 			t.Fatal(err)
 		}
 		s := e.snap("d.txt")
@@ -329,12 +328,12 @@ func runEdit(t *testing.T, newSandbox NewFunc) {
 		e.unchanged("d.txt", s)
 		_, err = edit(e, "d.txt", one("x\nx", "y"))
 		noError(t, err)
-		if fi, _ := os.Stat(filepath.Join(e.ws, "d.txt")); fi.Mode().Perm() != 0o600 {
-			t.Errorf("mode = %v, want 0600", fi.Mode().Perm())
+		if fi, _ := e.fx.lstat(filepath.Join(e.ws, "d.txt")); fi.mode.Perm() != 0o600 {
+			t.Errorf("mode = %v, want 0600", fi.mode.Perm())
 		}
 		_, err = edit(e, "nope.txt", one("a", "b"))
 		wantErr(t, err, sandbox.ErrNotFound)
-		if exists(filepath.Join(e.ws, "nope.txt")) {
+		if e.exists(filepath.Join(e.ws, "nope.txt")) {
 			t.Error("edit created a file")
 		}
 		if names := e.names(e.ws); !equalStrings(names, []string{"d.txt"}) {
