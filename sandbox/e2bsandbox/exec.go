@@ -50,11 +50,16 @@ members() {
   return 1
 }
 tick; s0=$T
+# The command's stdin is the supervisor's (envd's pipe when the request
+# has Stdin, else the null device), given explicitly: an asynchronous
+# list would otherwise get /dev/null.
+exec 3<&0
 if [ "$mode" = env ]; then
-  env -i "$@" /bin/sh -c "$cmd" </dev/null &
+  env -i "$@" /bin/sh -c "$cmd" <&3 3<&- &
 else
-  /bin/sh -c "$cmd" </dev/null &
+  /bin/sh -c "$cmd" <&3 3<&- &
 fi
+exec 3<&-
 wait $!; code=$?
 holding=1
 if members; then
@@ -129,12 +134,12 @@ func (s *Sandbox) Exec(ctx context.Context, req sandbox.ExecRequest) (*sandbox.E
 	} else {
 		args = append(args, "inherit")
 	}
-	no := false
+	withStdin := req.Stdin != nil
 	cwd := dir.abs
 	sreq := connect.NewRequest(&procpb.StartRequest{
 		Process: &procpb.ProcessConfig{Cmd: "setsid", Args: args, Cwd: &cwd},
 		Tag:     ptr("aibuddy-exec-" + id),
-		Stdin:   &no,
+		Stdin:   &withStdin,
 	})
 	// The stream outlives ctx: after a cancellation Exec still stops the
 	// group and reads the end; it is cancelled when Exec returns.
@@ -228,6 +233,12 @@ func (s *Sandbox) Exec(ctx context.Context, req sandbox.ExecRequest) (*sandbox.E
 			switch ev := e.ev.GetEvent().(type) {
 			case *procpb.ProcessEvent_Start:
 				pid = ev.Start.GetPid()
+				if req.Started != nil {
+					req.Started(int(pid))
+				}
+				if withStdin {
+					go s.feedStdin(sctx, pid, req.Stdin)
+				}
 				if stopped { // stopped before the pid was known
 					stop(procpb.Signal_SIGNAL_SIGTERM)
 				}
@@ -337,4 +348,27 @@ func (s *Sandbox) readStatus(ctx context.Context, p string) (code int, lingering
 	}
 	code, err = strconv.Atoi(f[0])
 	return code, f[1] == "lingering", err == nil
+}
+
+// feedStdin copies r to the process's stdin with SendInput, in pieces of
+// at most 64 KiB, then closes it with CloseStdin (envd's
+// process.Process calls), until r ends, an RPC fails (the process ended)
+// or ctx is done (Exec returned). stdin is closed whatever ended the
+// copy, so a command reading it sees its end rather than wait.
+func (s *Sandbox) feedStdin(ctx context.Context, pid uint32, r io.Reader) {
+	sel := &procpb.ProcessSelector{Selector: &procpb.ProcessSelector_Pid{Pid: pid}}
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := r.Read(buf)
+		if n > 0 {
+			in := &procpb.ProcessInput{Input: &procpb.ProcessInput_Stdin{Stdin: append([]byte(nil), buf[:n]...)}}
+			if _, serr := s.proc.SendInput(ctx, connect.NewRequest(&procpb.SendInputRequest{Process: sel, Input: in})); serr != nil {
+				break
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
+	_, _ = s.proc.CloseStdin(ctx, connect.NewRequest(&procpb.CloseStdinRequest{Process: sel}))
 }

@@ -151,6 +151,28 @@ func runExec(t *testing.T, newSandbox suite) {
 		}
 	})
 
+	t.Run("Stdin is fed to the end and Started gives the pid", func(t *testing.T) {
+		// Hooks give their JSON here (sandbox.ExecRequest.Stdin), jobs
+		// record the pid Started reports.
+		e := newEnv(t, newSandbox)
+		in := strings.Repeat("0123456789abcdef", 1<<16) // 1 MiB
+		var pids []int
+		r := e.exec(e.ctx, sandbox.ExecRequest{Command: `wc -c`, Stdin: strings.NewReader(in), Timeout: hangBound,
+			Started: func(pid int) { pids = append(pids, pid) }})
+		noError(t, r.err)
+		if strings.TrimSpace(r.stdout) != "1048576" || r.res.ExitCode != 0 || r.res.TimedOut {
+			t.Errorf("wc -c of 1 MiB on stdin: %+v %q, want 1048576", r.res, r.stdout)
+		}
+		if len(pids) > 1 || (len(pids) == 1 && pids[0] < 0) {
+			t.Errorf("Started called %v: want at most once, with a pid >= 0", pids)
+		}
+		r = e.exec(e.ctx, sandbox.ExecRequest{Command: `true`, Stdin: strings.NewReader(in), Timeout: hangBound})
+		noError(t, r.err)
+		if r.res.ExitCode != 0 || r.res.TimedOut {
+			t.Errorf("a command that never reads its stdin: %+v, want exit 0 at once", r.res)
+		}
+	})
+
 	t.Run("Env is the whole environment", func(t *testing.T) {
 		e := newEnv(t, newSandbox)
 		r := e.exec(e.ctx, sandbox.ExecRequest{Command: `echo "$AIBUDDY_T ${AIBUDDY_UNSET-unset}"`, Env: []string{"AIBUDDY_T=yes", "PATH=/usr/bin:/bin"}, Timeout: hangBound})
