@@ -45,40 +45,38 @@ func (v Via) Web() bool { return v == ViaWeb || v == ViaBoth }
 // cannot elicit) waits for the other, and only when both fail is the
 // action refused, with both reasons. A nil side is nobody to ask.
 func ConfirmVia(v Via, host, web Confirmer) Confirmer {
-	switch v {
-	case ViaWeb:
-		return web
-	case ViaBoth:
-		if host == nil || web == nil {
-			if host == nil {
-				return web
-			}
-			return host
-		}
+	return pick(v, host, web, func() Confirmer {
 		return ConfirmerFunc(func(ctx context.Context, a Action) (Decision, error) {
 			return first(ctx, func(ctx context.Context) (Decision, error) { return host.Confirm(ctx, a) },
 				func(ctx context.Context) (Decision, error) { return web.Confirm(ctx, a) })
 		})
-	}
-	return host
+	})
 }
 
 // AskVia is [ConfirmVia] for ask_user_question.
 func AskVia(v Via, host, web Asker) Asker {
-	switch v {
-	case ViaWeb:
-		return web
-	case ViaBoth:
-		if host == nil || web == nil {
-			if host == nil {
-				return web
-			}
-			return host
-		}
+	return pick(v, host, web, func() Asker {
 		return AskerFunc(func(ctx context.Context, q Question) (Answer, error) {
 			return first(ctx, func(ctx context.Context) (Answer, error) { return host.Ask(ctx, q) },
 				func(ctx context.Context) (Answer, error) { return web.Ask(ctx, q) })
 		})
+	})
+}
+
+// pick is the side v names: web for ViaWeb, host for ViaHost, and for
+// ViaBoth both() when both sides are there, else the one that is.
+func pick[T any](v Via, host, web T, both func() T) T {
+	switch v {
+	case ViaWeb:
+		return web
+	case ViaBoth:
+		switch {
+		case any(host) == nil:
+			return web
+		case any(web) == nil:
+			return host
+		}
+		return both()
 	}
 	return host
 }

@@ -9,7 +9,6 @@ import (
 
 	"github.com/aibuddy/aibuddy/approval"
 	"github.com/aibuddy/aibuddy/hooks"
-	"github.com/aibuddy/aibuddy/store"
 	"github.com/aibuddy/aibuddy/tool"
 )
 
@@ -183,27 +182,7 @@ func (p *Pipeline) hookAsk(ctx context.Context, run Run, call *tool.Call, out *h
 // recordHookAsk writes a hook's confirm exchange as recordExchange writes
 // the gate's, under HookAskRecordSuffix.
 func (p *Pipeline) recordHookAsk(ctx context.Context, run Run, ex approval.Exchange) {
-	st := p.opts.Store
-	if st == nil {
-		return
-	}
-	in, _ := json.Marshal(ex.Action)
-	dec := map[string]any{"approved": ex.Decision.Approved, "note": ex.Decision.Note, "text": ex.Text()}
-	outcome := store.OutcomeOK
-	if ex.Err != nil {
-		dec["error"] = ex.Err.Error()
-		outcome = store.OutcomeError
-	}
-	out, _ := json.Marshal(dec)
-	model, _ := json.Marshal(ex.Text())
-	rec := &store.Record{ToolCallID: ex.Action.CallID + HookAskRecordSuffix, TaskID: run.TaskID, Tool: ConfirmTool,
-		Input: in, Output: out, Model: model, Outcome: outcome, StartedAt: ex.AskedAt, EndedAt: ex.At}
-	if err := st.Put(context.WithoutCancel(ctx), rec); err != nil {
-		p.opts.Logger.Warn("pipeline: hook confirm record not written", "tool_call_id", ex.Action.CallID, "err", err)
-		if run.OnRecordError != nil {
-			run.OnRecordError(ex.Action.CallID, err)
-		}
-	}
+	p.putExchange(ctx, run, ex, HookAskRecordSuffix)
 }
 
 // withNotes returns res with the hooks' texts for the model appended.

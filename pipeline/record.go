@@ -20,6 +20,13 @@ const ConfirmTool = "confirm"
 // consequence, reasons), Output the decision ({"approved", "note", "text"},
 // and "error" when nobody decided), Model the exchange's user-role text.
 func (p *Pipeline) recordExchange(ctx context.Context, run Run, ex approval.Exchange) {
+	p.putExchange(ctx, run, ex, ConfirmRecordSuffix)
+}
+
+// putExchange writes ex as the record "<toolCallId><suffix>" (the
+// gate's confirm, a hook's ask); a failed write is logged and reported
+// to run.OnRecordError, never returned: the exchange already happened.
+func (p *Pipeline) putExchange(ctx context.Context, run Run, ex approval.Exchange, suffix string) {
 	st := p.opts.Store
 	if st == nil {
 		return
@@ -33,10 +40,10 @@ func (p *Pipeline) recordExchange(ctx context.Context, run Run, ex approval.Exch
 	}
 	out, _ := json.Marshal(dec)
 	model, _ := json.Marshal(ex.Text())
-	rec := &store.Record{ToolCallID: ex.Action.CallID + ConfirmRecordSuffix, TaskID: run.TaskID, Tool: ConfirmTool,
+	rec := &store.Record{ToolCallID: ex.Action.CallID + suffix, TaskID: run.TaskID, Tool: ConfirmTool,
 		Input: in, Output: out, Model: model, Outcome: outcome, StartedAt: ex.AskedAt, EndedAt: ex.At}
 	if err := st.Put(context.WithoutCancel(ctx), rec); err != nil {
-		p.opts.Logger.Warn("pipeline: confirm record not written", "tool_call_id", ex.Action.CallID, "err", err)
+		p.opts.Logger.Warn("pipeline: confirm record not written", "record", suffix, "tool_call_id", ex.Action.CallID, "err", err)
 		if run.OnRecordError != nil {
 			run.OnRecordError(ex.Action.CallID, err)
 		}
