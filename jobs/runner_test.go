@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aibuddy/aibuddy/internal/proctest"
 	"github.com/aibuddy/aibuddy/jobs"
 	"github.com/aibuddy/aibuddy/sandbox"
 	"github.com/aibuddy/aibuddy/sandbox/confine"
@@ -103,19 +104,19 @@ func readUntilWait(t *testing.T, r *jobs.Runner, id string, wait time.Duration, 
 	}
 }
 
-// waitGone waits until no process carries the job's marker.
+// waitGone waits (on pidfds, at most deadline) until no process carries
+// the job's marker.
 func waitGone(t *testing.T, id string) {
 	t.Helper()
-	end := time.Now().Add(deadline)
-	for {
-		pids := jobs.MarkedPIDs(jobs.Marker(id))
-		if len(pids) == 0 {
-			return
+	list := func() []proctest.Proc {
+		var ps []proctest.Proc
+		for _, pid := range jobs.MarkedPIDs(jobs.Marker(id)) {
+			ps = append(ps, proctest.Proc{PID: pid})
 		}
-		if time.Now().After(end) {
-			t.Fatalf("job %s: processes %v still alive after %s", id, pids, deadline)
-		}
-		time.Sleep(20 * time.Millisecond) // polling /proc under the deadline
+		return ps
+	}
+	if left, err := proctest.WaitGone(list, deadline); err != nil || len(left) > 0 {
+		t.Fatalf("job %s: processes %v still alive after %s (%v)", id, left, deadline, err)
 	}
 }
 

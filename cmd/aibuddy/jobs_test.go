@@ -14,6 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/aibuddy/aibuddy/internal/proctest"
 	"github.com/aibuddy/aibuddy/jobs"
 	"github.com/aibuddy/aibuddy/store"
 	"github.com/aibuddy/aibuddy/store/sqlitestore"
@@ -91,19 +92,27 @@ func pollOutput(t *testing.T, ctx context.Context, cs *mcp.ClientSession, id str
 	}
 }
 
-// waitNoProcess polls /proc (under the test's deadline) until no process
-// carries the job's marker.
+// waitNoProcess waits (on pidfds, under the test's deadline) until no
+// process carries the job's marker.
 func waitNoProcess(t *testing.T, ctx context.Context, id, when string) {
 	t.Helper()
-	for {
-		pids := jobs.MarkedPIDs(jobs.Marker(id))
-		if len(pids) == 0 {
-			return
+	within := time.Minute
+	if d, ok := ctx.Deadline(); ok {
+		within = time.Until(d)
+	}
+	if left, err := proctest.WaitGone(markedProcs(id), within); err != nil || len(left) > 0 {
+		t.Fatalf("%s: processes of job %s still alive: %v (%v)", when, id, left, err)
+	}
+}
+
+// markedProcs lists the live processes carrying job id's marker.
+func markedProcs(id string) func() []proctest.Proc {
+	return func() []proctest.Proc {
+		var ps []proctest.Proc
+		for _, pid := range jobs.MarkedPIDs(jobs.Marker(id)) {
+			ps = append(ps, proctest.Proc{PID: pid})
 		}
-		if ctx.Err() != nil {
-			t.Fatalf("%s: processes of job %s still alive: %v", when, id, pids)
-		}
-		time.Sleep(20 * time.Millisecond) // polling /proc, bounded by ctx
+		return ps
 	}
 }
 
