@@ -118,7 +118,9 @@ func TestJobOutputCappedLikeExecute(t *testing.T) {
 	var res *tool.Result
 	for end := time.Now().Add(30 * time.Second); ; {
 		res = g.call("job_output", map[string]any{"job_id": id, "offset": 0, "wait_ms": 1000})
-		if strings.Contains(res.AllText(), "done-marker") || time.Now().After(end) {
+		// "\ndone-marker" is the output line; the header's "command:"
+		// line carries "echo done-marker" on every read.
+		if strings.Contains(res.AllText(), "\ndone-marker") || time.Now().After(end) {
 			break
 		}
 	}

@@ -76,7 +76,9 @@ func startJob(t *testing.T, ctx context.Context, cs *mcp.ClientSession, command 
 }
 
 // pollOutput calls job_output (waiting for news) until cond holds of
-// everything it returned so far, or the test's deadline.
+// everything it returned so far, or the test's deadline. Every read
+// repeats the job's "command:" line, so cond matches output lines
+// ("\nword"), not a bare word the command echoes.
 func pollOutput(t *testing.T, ctx context.Context, cs *mcp.ClientSession, id string, cond func(all string, last *mcp.CallToolResult) bool) string {
 	t.Helper()
 	var all strings.Builder
@@ -144,7 +146,7 @@ func TestBackgroundJobsOverMCP(t *testing.T) {
 
 			// Start and poll: only new output each time.
 			id := startJob(t, ctx, a, "echo ready; (while :; do echo tick; sleep 0.05; done) & sleep 100000 & setsid sleep 100000 & wait")
-			pollOutput(t, ctx, a, id, func(all string, _ *mcp.CallToolResult) bool { return strings.Count(all, "tick") >= 2 })
+			pollOutput(t, ctx, a, id, func(all string, _ *mcp.CallToolResult) bool { return strings.Count(all, "\ntick") >= 2 })
 			res := callTool(t, ctx, a, "job_output", map[string]any{"job_id": id, "wait_ms": 2000})
 			if got := mustOK(t, "job_output", res); strings.Contains(got, "---\nready") || !strings.Contains(got, "· running") {
 				t.Errorf("a later read repeats old output or lost the state: %q", got)
@@ -167,7 +169,7 @@ func TestBackgroundJobsOverMCP(t *testing.T) {
 			// A job survives its aibuddy's SIGKILL only until the next
 			// aibuddy finds it lost; its last output is kept.
 			lost := startJob(t, ctx, a, "echo before-the-crash; sleep 100000")
-			pollOutput(t, ctx, a, lost, func(all string, _ *mcp.CallToolResult) bool { return strings.Contains(all, "before-the-crash") })
+			pollOutput(t, ctx, a, lost, func(all string, _ *mcp.CallToolResult) bool { return strings.Contains(all, "\nbefore-the-crash") })
 			if err := aProc.Process.Kill(); err != nil {
 				t.Fatal(err)
 			}
