@@ -44,6 +44,10 @@ type Process struct {
 	proxy  *egress.Proxy
 	exited chan struct{} // the main process ended (or the init did)
 	done   chan struct{} // the init was reaped
+	// ctrlEOF is closed when the control socket's reader has read the
+	// init's last message (the socket ended): an "escaped" count the init
+	// sent is in escaped by then.
+	ctrlEOF chan struct{}
 
 	mu      sync.Mutex
 	code    int
@@ -87,16 +91,29 @@ func (p *Process) Denials() []string {
 // Terminate sends SIGTERM to every process of the sandbox.
 func (p *Process) Terminate() { _, _ = p.ctrl.Write([]byte("term")) }
 
+// killAnswerBound bounds how long Kill waits for the init's count of
+// escaped processes before it kills the init itself.
+const killAnswerBound = 5 * time.Second
+
 // Kill ends every process of the sandbox and waits for the init to be
 // reaped (bounded). escaped counts the processes that had left the main
-// process's group (setsid, daemons) and were still running.
+// process's group (setsid, daemons) and were still running. The count is
+// the init's answer to "kill"; Kill waits for it until the control socket
+// has ended (so an answer sent just before the init exited is not lost
+// to the race with its reaping) or killAnswerBound, then 0.
 func (p *Process) Kill() (escaped int) {
 	p.killOnce.Do(func() {
 		_, _ = p.ctrl.Write([]byte("kill"))
+		t := time.NewTimer(killAnswerBound)
+		defer t.Stop()
 		select {
 		case escaped = <-p.escaped:
-		case <-p.done:
-		case <-time.After(time.Second):
+		case <-p.ctrlEOF:
+			select {
+			case escaped = <-p.escaped:
+			default:
+			}
+		case <-t.C:
 		}
 		_ = p.init.Process.Kill() // PID 1 gone: the kernel kills the rest
 	})
@@ -314,7 +331,7 @@ func (d *Driver) start(ctx context.Context, p *Policy, spec *confineinit.Spec, s
 		_ = cmd.Wait()
 		return nil, fmt.Errorf("confine: control socket: %w", err)
 	}
-	pr := &Process{init: cmd, ctrl: conn.(*net.UnixConn), exited: make(chan struct{}), done: make(chan struct{}), escaped: make(chan int, 1), landlockABI: abi}
+	pr := &Process{init: cmd, ctrl: conn.(*net.UnixConn), exited: make(chan struct{}), done: make(chan struct{}), ctrlEOF: make(chan struct{}), escaped: make(chan int, 1), landlockABI: abi}
 	go func() {
 		err := cmd.Wait()
 		pr.mu.Lock()
@@ -367,6 +384,7 @@ func (d *Driver) start(ctx context.Context, p *Policy, spec *confineinit.Spec, s
 			pr.mu.Unlock()
 			<-pr.done
 			pr.ctrl.Close()
+			close(pr.ctrlEOF)
 			return pr, nil
 		case "listen":
 			files, err := rightsFiles(oob[:oobn])
@@ -470,6 +488,7 @@ func (pr *Process) serveEgress(p *Policy, o *egress.Options, files []*os.File) e
 // readControl handles the init's messages after the start.
 func (pr *Process) readControl() {
 	defer func() {
+		close(pr.ctrlEOF)
 		<-pr.done
 		pr.mu.Lock()
 		if !pr.known {
