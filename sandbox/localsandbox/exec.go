@@ -60,7 +60,12 @@ const (
 //     Lingering is set. So "cmd &" alone returns after DrainGrace, and a
 //     foreground that ran longer is not extended by a full DrainGrace
 //     (BH-021: "(while :; do echo tick; sleep 0.1; done) & sleep 1" returns
-//     after about 1.25 s, not 2 s).
+//     after about 1.25 s, not 2 s). The grace cuts only output a process
+//     can still add to: when every process of the command has ended (the
+//     confinement's init says so; unconfined, no live process of the
+//     group or with the marker below is left) and the pipes still hold
+//     what they wrote, reading goes on to the end, for at most 10 s more
+//     (a loaded machine's reader was seen 800 KB behind at the grace).
 //   - When Exec returns, no process of the group is left running: the
 //     group is sent SIGKILL after the shell exits, so background jobs do
 //     not outlive the call. On Linux, a descendant that left the group

@@ -48,8 +48,21 @@ func (c *confinedProc) exited() <-chan struct{} { return c.p.Exited() }
 func (c *confinedProc) pid() int                { return c.p.Pid() }
 func (c *confinedProc) terminate()              { c.p.Terminate() }
 func (c *confinedProc) kill()                   { c.once.Do(func() { c.escaped = c.p.Kill() }) }
-func (c *confinedProc) finish() int             { c.kill(); return c.escaped }
-func (c *confinedProc) denials() []string       { return c.p.Denials() }
+
+func (c *confinedProc) gone() <-chan struct{} { return c.p.Ended() }
+
+// left: the init reports as soon as no process is left in its PID
+// namespace; until then one may be.
+func (c *confinedProc) left() bool {
+	select {
+	case <-c.p.Ended():
+		return false
+	default:
+		return true
+	}
+}
+func (c *confinedProc) finish() int       { c.kill(); return c.escaped }
+func (c *confinedProc) denials() []string { return c.p.Denials() }
 
 func (c *confinedProc) wait() (int, error) {
 	_ = c.p.Wait()

@@ -23,6 +23,12 @@ const readChunk = 64 << 10
 // at the end, so output already in the pipes is not lost.
 const finalDrain = 250 * time.Millisecond
 
+// drainSettleMax bounds how long reading may go on past the drain grace
+// when no process of the command is left and the pipes still yield
+// output: what the shell wrote before it exited (up to the 1 MiB pipe
+// buffers), read by a reader the machine's load slowed down.
+const drainSettleMax = 10 * time.Second
+
 func (s *Sandbox) run(ctx context.Context, req sandbox.ExecRequest, spec runSpec) (*sandbox.ExecResult, error) {
 	outR, outW, err := os.Pipe()
 	if err != nil {
@@ -74,8 +80,9 @@ func (s *Sandbox) run(ctx context.Context, req sandbox.ExecRequest, spec runSpec
 	var readers sync.WaitGroup
 	readers.Add(2)
 	ord := newStreamOrder(outR)
-	go pump(outR, req.Stdout, &mu, &readers, ord, false)
-	go pump(errR, stderr, &mu, &readers, ord, true)
+	var nread atomic.Int64 // bytes both pumps have read
+	go pump(outR, req.Stdout, &mu, &readers, ord, false, &nread)
+	go pump(errR, stderr, &mu, &readers, ord, true, &nread)
 	drained := make(chan struct{})
 	go func() { readers.Wait(); close(drained) }()
 
@@ -90,6 +97,10 @@ func (s *Sandbox) run(ctx context.Context, req sandbox.ExecRequest, spec runSpec
 	ctxDone := ctx.Done()
 	exitedC, drainedC := (<-chan struct{})(exited), (<-chan struct{})(drained)
 	stopping, shellDone, outputDone, killed := false, false, false, false
+	var graceT *time.Timer
+	var settleUntil time.Time // when reading past the grace must end
+	var readAtGrace int64
+	goneC, gone := proc.gone(), false
 	stop := func() {
 		timeoutC, ctxDone = nil, nil
 		if stopping {
@@ -117,10 +128,27 @@ func (s *Sandbox) run(ctx context.Context, req sandbox.ExecRequest, spec runSpec
 				if settle := now.Add(spec.drainGrace / 4); settle.After(due) {
 					due = settle
 				}
-				t := time.NewTimer(due.Sub(now))
-				defer t.Stop()
-				graceC = t.C
-				trace("drain-armed", now, due)
+				what := "drain-armed"
+				if gone { // nothing is left to hold the pipes: read them to the end
+					settleUntil, due, what = now.Add(drainSettleMax), now.Add(drainSettleMax), "drain-settling"
+				}
+				graceT = time.NewTimer(due.Sub(now))
+				defer graceT.Stop()
+				graceC = graceT.C
+				readAtGrace = nread.Load()
+				trace(what, now, due)
+			}
+		case <-goneC:
+			goneC, gone = nil, true
+			if graceC != nil && !outputDone && settleUntil.IsZero() {
+				// Every process of the command has ended while the grace
+				// ran: nothing can write any more, and what is in the
+				// pipes is read to the end (bounded).
+				now := time.Now()
+				settleUntil = now.Add(drainSettleMax)
+				graceT.Reset(drainSettleMax)
+				graceC = graceT.C
+				trace("drain-settling", now, settleUntil)
 			}
 		case <-drainedC:
 			drainedC, outputDone = nil, true
@@ -141,7 +169,25 @@ func (s *Sandbox) run(ctx context.Context, req sandbox.ExecRequest, spec runSpec
 			}
 		case <-graceC:
 			graceC = nil
-			trace("drain-fired", time.Now(), time.Time{})
+			now := time.Now()
+			// Nothing of the command is left to hold the pipes, and they
+			// still hold output (or gave some since the last look): it is
+			// what the command wrote before it ended, read by a reader
+			// the machine's load slowed down; reading goes on, looked at
+			// again every DrainGrace/4, bounded by drainSettleMax.
+			if settleUntil.IsZero() {
+				settleUntil = now.Add(drainSettleMax)
+			}
+			n := nread.Load()
+			if !gone && now.Before(settleUntil) && (n > readAtGrace || buffered(outR) > 0 || buffered(errR) > 0) && !proc.left() {
+				readAtGrace = n
+				d := max(spec.drainGrace/4, 10*time.Millisecond)
+				graceT.Reset(d)
+				graceC = graceT.C
+				trace("drain-settling", now, now.Add(d))
+				continue
+			}
+			trace("drain-fired", now, time.Time{})
 			proc.kill()
 			killed = true
 			if !outputDone {
@@ -174,6 +220,15 @@ func (s *Sandbox) run(ctx context.Context, req sandbox.ExecRequest, spec runSpec
 		return res, fmt.Errorf("localsandbox: exec: wait: %w", werr)
 	}
 	return res, nil
+}
+
+// buffered reports the bytes waiting in the pipe f (0 when unknown).
+func buffered(f *os.File) int {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return 0
+	}
+	return pipeBuffered(rc)
 }
 
 // feedStdin starts copying r into a pipe whose read end becomes
@@ -215,6 +270,12 @@ type execProc interface {
 	wait() (int, error)
 	// pid is the process id ExecRequest.Started reports.
 	pid() int
+	// left reports whether a process of the command may still be
+	// running besides the exited shell (true when it cannot tell).
+	left() bool
+	// gone is closed when no process of the command is left (nil when
+	// that is not observed as an event).
+	gone() <-chan struct{}
 }
 
 // plainProc is the shell run directly, in its own session (setsid), so
@@ -262,6 +323,8 @@ func (p *plainProc) exited() <-chan struct{} { return p.done }
 func (p *plainProc) pid() int                { return p.pgid }
 func (p *plainProc) terminate()              { killGroup(p.pgid, syscall.SIGTERM) }
 func (p *plainProc) kill()                   { killGroup(p.pgid, syscall.SIGKILL) }
+func (p *plainProc) left() bool              { return markedAlive(p.marker, p.pgid) }
+func (p *plainProc) gone() <-chan struct{}   { return nil }
 
 // finish kills the group, and then a descendant that left the group but
 // kept the marker.
@@ -285,7 +348,7 @@ func (p *plainProc) wait() (int, error) {
 // pump copies r to w chunk by chunk until EOF or a read error (including
 // the read deadline set to stop it). After a write error it keeps reading
 // and discards, so the writer side never blocks on a full pipe.
-func pump(r *os.File, w io.Writer, mu *sync.Mutex, wg *sync.WaitGroup, ord *streamOrder, isStderr bool) {
+func pump(r *os.File, w io.Writer, mu *sync.Mutex, wg *sync.WaitGroup, ord *streamOrder, isStderr bool, nread *atomic.Int64) {
 	defer wg.Done()
 	buf := make([]byte, readChunk)
 	read := r.Read
@@ -295,6 +358,7 @@ func pump(r *os.File, w io.Writer, mu *sync.Mutex, wg *sync.WaitGroup, ord *stre
 	for {
 		n, err := read(buf)
 		if n > 0 {
+			nread.Add(int64(n))
 			if isStderr {
 				ord.waitStdout()
 			}

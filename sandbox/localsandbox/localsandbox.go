@@ -60,7 +60,10 @@ type Options struct {
 	// substitution's tee to deliver what it holds); then it kills the rest
 	// of the group and reports Lingering. A command whose shell exits at
 	// once returns after DrainGrace; one whose foreground runs longer
-	// returns DrainGrace/4 after its exit. Default 1 s.
+	// returns DrainGrace/4 after its exit. Default 1 s. When no process of
+	// the command is left (only what it wrote before it ended is still in
+	// the pipes, behind a slow reader), reading goes on to the end of the
+	// output instead, for at most 10 s more.
 	DrainGrace time.Duration
 	// Confinement is the OS confinement of Exec (settings
 	// sandbox.confinement, sandbox.network, sandbox.allowedDomains,

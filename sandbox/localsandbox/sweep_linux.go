@@ -48,24 +48,62 @@ func sweepMarked(marker string, pgid int) int {
 	return killed
 }
 
+// markedAlive reports whether a process other than a zombie is in the
+// process group pgid or carries marker in its environment (read as
+// sweepMarked reads it). A process of another user, or one that cleared
+// its environment after leaving the group, is not seen.
+func markedAlive(marker string, pgid int) bool {
+	want := append([]byte(marker), 0)
+	self := os.Getpid()
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return true
+	}
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == self || pid <= 1 {
+			continue
+		}
+		g, state := procGroupState(pid)
+		if g < 0 || state == 'Z' || state == 'X' {
+			continue
+		}
+		if g == pgid {
+			return true
+		}
+		if env, err := os.ReadFile("/proc/" + e.Name() + "/environ"); err == nil &&
+			(bytes.HasPrefix(env, want) || bytes.Contains(env, append([]byte{0}, want...))) {
+			return true
+		}
+	}
+	return false
+}
+
 // procGroup returns the process group of pid from /proc/<pid>/stat (the
 // field after state and ppid), or -1 when unknown.
 func procGroup(pid int) int {
+	g, _ := procGroupState(pid)
+	return g
+}
+
+// procGroupState returns the process group and the state letter of pid
+// from /proc/<pid>/stat, or -1 and 0 when unknown.
+func procGroupState(pid int) (pgid int, state byte) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return -1
+		return -1, 0
 	}
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
-		return -1
+		return -1, 0
 	}
 	f := bytes.Fields(b[i+1:])
-	if len(f) < 3 {
-		return -1
+	if len(f) < 3 || len(f[0]) == 0 {
+		return -1, 0
 	}
 	g, err := strconv.Atoi(string(f[2]))
 	if err != nil {
-		return -1
+		return -1, 0
 	}
-	return g
+	return g, f[0][0]
 }
