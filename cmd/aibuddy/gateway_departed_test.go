@@ -48,7 +48,8 @@ func TestGatewayExplainsDisconnectedServer(t *testing.T) {
 	}
 	cmd := exec.Command(bin, "mcp", "--workspace", ws, "--config", cfg, "--data-dir", t.TempDir())
 	cmd.Stderr = &testWriter{t: t, prefix: "aibuddy stderr: "}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e-departed", Version: "1"}, nil).
+	onChange, changed := listChanges()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e-departed", Version: "1"}, &mcp.ClientOptions{ToolListChangedHandler: onChange}).
 		Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -65,13 +66,7 @@ func TestGatewayExplainsDisconnectedServer(t *testing.T) {
 	_ = callTool(t, ctx, cs, "inner__execute", map[string]any{"command": "kill -TERM $PPID"})
 	mustOK(t, "inner__ls after the respawn", callTool(t, ctx, cs, "inner__ls", map[string]any{"path": "."}))
 	_ = callTool(t, ctx, cs, "inner__execute", map[string]any{"command": "kill -TERM $PPID"})
-	deadline := time.Now().Add(30 * time.Second)
-	for listed()["inner__ls"] && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Millisecond)
-	}
-	if listed()["inner__ls"] {
-		t.Fatal("inner__ls still listed 30 s after the upstream ended")
-	}
+	waitListed(t, ctx, cs, changed, "inner__ls", false, "after the upstream ended twice")
 	res := callTool(t, ctx, cs, "inner__ls", map[string]any{"path": "."})
 	got := text(res)
 	if !res.IsError || res.Meta["aibuddy/stage"] != "execution" {

@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -69,6 +68,33 @@ func toolNames(t *testing.T, ctx context.Context, cs *mcp.ClientSession) map[str
 		m[tl.Name] = true
 	}
 	return m
+}
+
+// listChanges is a client's notifications/tools/list_changed as events:
+// the handler for mcp.ClientOptions, and the channel it signals (capacity
+// one; a signal not yet taken covers the later ones).
+func listChanges() (func(context.Context, *mcp.ToolListChangedRequest), <-chan struct{}) {
+	ch := make(chan struct{}, 1)
+	return func(context.Context, *mcp.ToolListChangedRequest) {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}, ch
+}
+
+// waitListed waits, on the server's list_changed notifications, until
+// tools/list holds name (want true) or lacks it (want false); it fails the
+// test at ctx's end, saying what it waited for.
+func waitListed(t *testing.T, ctx context.Context, cs *mcp.ClientSession, changed <-chan struct{}, name string, want bool, why string) {
+	t.Helper()
+	for toolNames(t, ctx, cs)[name] != want {
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			t.Fatalf("%s: tools/list still %s %s at the test's deadline", why, map[bool]string{true: "lacks", false: "holds"}[want], name)
+		}
+	}
 }
 
 type toolsDoc struct {
@@ -148,11 +174,11 @@ func TestGatewaySearchActivatesThenCalls(t *testing.T) {
 	defer cancel()
 	ws := t.TempDir()
 	cfg := settings(t, ws, []string{"memory", "everything"}, nil)
-	var changed atomic.Int32
+	onChange, changed := listChanges()
 	cmd := exec.Command(bin, "mcp", "--workspace", ws, "--config", cfg)
 	cmd.Stderr = &testWriter{t: t, prefix: "aibuddy stderr: "}
 	client := mcp.NewClient(&mcp.Implementation{Name: "e2e-gateway", Version: "1"}, &mcp.ClientOptions{
-		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed.Add(1) }})
+		ToolListChangedHandler: onChange})
 	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -176,11 +202,9 @@ func TestGatewaySearchActivatesThenCalls(t *testing.T) {
 	if !strings.Contains(out, "everything__echo") || !strings.Contains(out, `"message"`) {
 		t.Fatalf("tool_search did not return echo with its schema:\n%s", out)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for changed.Load() == 0 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	if changed.Load() == 0 {
+	select {
+	case <-changed:
+	case <-time.After(10 * time.Second): // a bound on "never", not a wait for an event
 		t.Error("no notifications/tools/list_changed after activation")
 	}
 	if !listed()["everything__echo"] {

@@ -1,3 +1,5 @@
+//go:build linux
+
 package main_test
 
 import (
@@ -9,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/aibuddy/aibuddy/internal/proctest"
 )
 
 // A settings file that lists aibuddy itself as an MCP server (the file a
@@ -39,16 +43,9 @@ func TestSelfListedSettingsDoNotRecurse(t *testing.T) {
 	if !names["self__ls"] {
 		t.Errorf("the nested aibuddy's tools are missing: %v", names)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		ps, _ := exec.Command("pgrep", "-f", cfg).Output()
-		if len(strings.TrimSpace(string(ps))) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("aibuddy copies still running: %s", ps)
-		}
-		time.Sleep(50 * time.Millisecond)
+	// Every copy started for cfg has ended (waited on pidfds).
+	if left, err := proctest.WaitGone(func() []proctest.Proc { return proctest.WithArg(cfg) }, 30*time.Second); err != nil || len(left) > 0 {
+		t.Fatalf("aibuddy copies still running: %v %v", left, err)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -105,6 +106,17 @@ func InGroup(pgid int) []Proc {
 			out = append(out, Proc{s.pid, s.line})
 		}
 	})
+	return out
+}
+
+// WithArg lists the live processes one of whose command-line arguments
+// is arg (as /proc/<pid>/cmdline shows them).
+func WithArg(arg string) []Proc {
+	var out []Proc
+	each(func(pid int) bool {
+		b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
+		return err == nil && slices.Contains(strings.Split(string(b), "\x00"), arg)
+	}, func(s stat) { out = append(out, Proc{s.pid, s.line}) })
 	return out
 }
 
