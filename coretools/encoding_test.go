@@ -103,3 +103,20 @@ func TestLocalEditRefusesCharacterTheEncodingCannotHold(t *testing.T) {
 		t.Error("the file changed")
 	}
 }
+
+// BH-097 (c): read_file of a file holding FF FE 41 (a UTF-16LE byte order
+// mark, then one odd byte) shows U+FFFD and says that one byte could not
+// be decoded, instead of a silent replacement; the file is unchanged.
+func TestReadFileBH097UndecodableUTF16Noted(t *testing.T) {
+	w := newFSWorld(t, nil)
+	w.file(t, "f.txt", "\xff\xfeA")
+	res := w.call(t, "read_file", map[string]any{"path": "f.txt"})
+	got := fsMustOK(t, res)
+	if !strings.Contains(got, "note: 1 byte was not valid utf-16le (an unpaired surrogate, or an odd final byte) and shown as U+FFFD") ||
+		!strings.Contains(got, "→\uFFFD") || res.Evidence["undecodable_bytes"] != int64(1) {
+		t.Errorf("read_file %v:\n%s", res.Evidence, got)
+	}
+	if b := w.bytes(t, "f.txt"); b != "\xff\xfeA" {
+		t.Errorf("the file changed: %q", b)
+	}
+}

@@ -495,6 +495,19 @@ func (e *executor) result(callID string, timeout time.Duration, o execOutcome, a
 				name, exCount(st.BinaryAt[s]), exCount(st.BinaryBytes[s]))
 		}
 	}
+	for s, name := range []string{"stdout", "stderr"} {
+		if n := st.InvalidBytes[s]; n > 0 {
+			were, raw := "were", ""
+			if n == 1 {
+				were = "was"
+			}
+			if st.FilePath != "" {
+				raw = "; the raw bytes are in the full output file"
+			}
+			fmt.Fprintf(&b, "note: %s in %s %s not valid UTF-8 and shown as U+FFFD (%s)%s\n",
+				exPlural(n, "byte", "bytes"), name, were, invalidOffsets(n, st.InvalidAt[s][:min(n, invalidAtMax)]), raw)
+		}
+	}
 	b.WriteString("output: ")
 	if st.Chars == 0 {
 		b.WriteString("none")
@@ -583,6 +596,9 @@ func (e *executor) result(callID string, timeout time.Duration, o execOutcome, a
 	}
 	if bin := st.BinaryBytes[0] + st.BinaryBytes[1]; bin > 0 {
 		ev["binary_bytes"] = bin
+	}
+	if bad := st.InvalidBytes[0] + st.InvalidBytes[1]; bad > 0 {
+		ev["invalid_utf8_bytes"] = bad
 	}
 	r := &tool.Result{
 		Content:  []tool.Content{{Type: tool.TextContent, Text: b.String()}},
@@ -677,4 +693,22 @@ func executeAccess(input json.RawMessage) (tool.Access, error) {
 		}
 	}
 	return tool.Access{Kind: tool.AccessBash, Command: in.Command, Workdir: in.Workdir}, nil
+}
+
+// invalidOffsets says where the first invalid bytes were, in raw bytes of
+// the stream: "at byte offsets 3, 4, 5" or "first at byte offsets 3, 4, 5,
+// 9, 10".
+func invalidOffsets(n int64, at []int64) string {
+	parts := make([]string, len(at))
+	for i, o := range at {
+		parts[i] = exCount(o)
+	}
+	word := "offset"
+	if len(at) > 1 {
+		word = "offsets"
+	}
+	if int64(len(at)) < n {
+		return "first at byte " + word + " " + strings.Join(parts, ", ")
+	}
+	return "at byte " + word + " " + strings.Join(parts, ", ")
 }

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+	"unicode/utf8"
 
 	"github.com/aibuddy/aibuddy/internal/proctest"
 	"github.com/aibuddy/aibuddy/sandbox"
@@ -554,5 +555,30 @@ func TestExecuteBinaryOutputDescribed(t *testing.T) {
 	txt := res.AllText()
 	if !strings.Contains(txt, "note: stdout turned binary (NUL bytes)") || strings.ContainsAny(txt, "\x00\x01\x02\x03") || body(res) != "text\nbin" {
 		t.Errorf("result:\n%.400q", txt)
+	}
+}
+
+// TestExecuteBH097InvalidUTF8IsReported is case BH-097 (a): a command
+// prints the UTF-8 encoding of a surrogate (invalid UTF-8). The text the
+// model gets is valid UTF-8, each invalid byte is U+FFFD, and a note says
+// how many bytes were replaced where, so the change is not silent; the
+// full output file keeps the raw bytes; the result's JSON round-trips
+// through a strict decoder.
+func TestExecuteBH097InvalidUTF8IsReported(t *testing.T) {
+	r := newExecRig(t, nil, &ExecuteOptions{OutputDir: t.TempDir()})
+	res, _ := r.call(context.Background(), map[string]any{"command": `printf 'ok \355\240\200 end\n'`})
+	txt := res.AllText()
+	if res.IsError || !utf8.ValidString(txt) || body(res) != "ok \uFFFD\uFFFD\uFFFD end" ||
+		!strings.Contains(txt, "note: 3 bytes in stdout were not valid UTF-8 and shown as U+FFFD (at byte offsets 3, 4, 5); the raw bytes are in the full output file") ||
+		res.Evidence["invalid_utf8_bytes"] != int64(3) {
+		t.Fatalf("result %v:\n%s", res.Evidence, txt)
+	}
+	raw, err := os.ReadFile(res.Evidence["full_output_path"].(string))
+	if err != nil || string(raw) != "ok \xed\xa0\x80 end\n" {
+		t.Errorf("full output file: %q %v", raw, err)
+	}
+	doc, err := json.Marshal(res.Content)
+	if err != nil || !json.Valid(doc) || !utf8.Valid(doc) {
+		t.Errorf("the result's JSON: %v", err)
 	}
 }

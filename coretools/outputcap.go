@@ -88,6 +88,22 @@ type streamNorm struct {
 	cr     bool   // a lone '\r' was seen: the next text replaces the line
 	binary bool   // a NUL byte was seen: the rest is counted, not shown
 	binAt  int64  // raw byte offset in this stream where binary data began
+	// invalid counts the raw bytes that were not UTF-8 and were shown as
+	// U+FFFD (BH-097); invalidAt holds the raw offsets of the first
+	// invalidAtMax of them.
+	invalid   int64
+	invalidAt [invalidAtMax]int64
+}
+
+// invalidAtMax is how many offsets of invalid UTF-8 bytes a result names.
+const invalidAtMax = 5
+
+// badByte notes one invalid byte at raw offset off of the stream.
+func (n *streamNorm) badByte(off int64) {
+	if n.invalid < invalidAtMax {
+		n.invalidAt[n.invalid] = off
+	}
+	n.invalid++
 }
 
 // outputCap receives a command's output and builds its model projection.
@@ -257,8 +273,10 @@ func (c *outputCap) feed(stream int, p []byte) {
 		if r == utf8.RuneError && size == 1 {
 			// An invalid sequence: the lead and each carried continuation
 			// byte are one U+FFFD each, as whole-input decoding gives.
-			for range had {
+			at := c.rawBytes[stream] - int64(len(p)) - int64(had)
+			for j := range had {
 				out = n.text(out, replacementChar)
+				n.badByte(at + int64(j))
 			}
 		} else {
 			if r < 0x80 || r > 0x9f { // C1 controls are dropped
@@ -343,6 +361,7 @@ func (c *outputCap) slow(stream int, n *streamNorm, p []byte, i int, out []byte)
 			i = len(p)
 		case r == utf8.RuneError && size == 1:
 			out = n.text(out, replacementChar) // invalid UTF-8, replaced visibly
+			n.badByte(c.rawBytes[stream] - int64(len(p)-i))
 			i++
 		case r >= 0x80 && r <= 0x9f:
 			i += size // C1 controls: dropped
@@ -604,7 +623,12 @@ func (c *outputCap) finish() {
 		n := &c.norm[s]
 		out := c.buf[:0]
 		if n.ncarry > 0 {
+			// A sequence cut by the end of the output: one U+FFFD.
 			out = n.text(out, replacementChar)
+			at := c.rawBytes[s] - int64(n.ncarry)
+			for j := range n.ncarry {
+				n.badByte(at + int64(j))
+			}
 			n.ncarry = 0
 		}
 		out = append(out, n.line...) // a lone '\r' at the end erases nothing
@@ -616,23 +640,25 @@ func (c *outputCap) finish() {
 // capStats is what the projection says about the output, in characters
 // (runes of the normalized text) unless named bytes.
 type capStats struct {
-	Chars        int64    // characters produced (normalized text, both streams)
-	Lines        int64    // lines produced (a final line without '\n' counts)
-	Shown        int64    // characters in the projection's head and tail
-	OmittedChars int64    // characters left out between head and tail
-	OmittedLines int64    // lines touched by the omission (0 when none)
-	FirstOmitted int64    // 1-based line of the first omitted character
-	LastOmitted  int64    // 1-based line of the last omitted character
-	StderrChars  int64    // characters that came from stderr
-	RawBytes     [2]int64 // bytes received on stdout, stderr
-	BinaryBytes  [2]int64 // bytes of binary data not shown, per stream
-	BinaryAt     [2]int64 // raw offset where binary data began, per stream
-	FilePath     string   // full output file, "" when none
-	FileBytes    int64    // bytes written to it
-	FileFull     bool     // it stopped at its size limit
-	FileQuota    bool     // it stopped: the data folder had no more room
-	FileLines    int64    // complete lines in it
-	FileErr      error    // writing it failed
+	Chars        int64                  // characters produced (normalized text, both streams)
+	Lines        int64                  // lines produced (a final line without '\n' counts)
+	Shown        int64                  // characters in the projection's head and tail
+	OmittedChars int64                  // characters left out between head and tail
+	OmittedLines int64                  // lines touched by the omission (0 when none)
+	FirstOmitted int64                  // 1-based line of the first omitted character
+	LastOmitted  int64                  // 1-based line of the last omitted character
+	StderrChars  int64                  // characters that came from stderr
+	RawBytes     [2]int64               // bytes received on stdout, stderr
+	BinaryBytes  [2]int64               // bytes of binary data not shown, per stream
+	BinaryAt     [2]int64               // raw offset where binary data began, per stream
+	InvalidBytes [2]int64               // raw bytes not valid UTF-8, shown as U+FFFD, per stream
+	InvalidAt    [2][invalidAtMax]int64 // raw offsets of the first of them, per stream
+	FilePath     string                 // full output file, "" when none
+	FileBytes    int64                  // bytes written to it
+	FileFull     bool                   // it stopped at its size limit
+	FileQuota    bool                   // it stopped: the data folder had no more room
+	FileLines    int64                  // complete lines in it
+	FileErr      error                  // writing it failed
 }
 
 // projection returns the model's text (head, marker, tail) and the counts.
@@ -649,6 +675,8 @@ func (c *outputCap) projection() (string, capStats) {
 		RawBytes:     c.rawBytes,
 		BinaryBytes:  c.binBytes,
 		BinaryAt:     [2]int64{c.norm[0].binAt, c.norm[1].binAt},
+		InvalidBytes: [2]int64{c.norm[0].invalid, c.norm[1].invalid},
+		InvalidAt:    [2][invalidAtMax]int64{c.norm[0].invalidAt, c.norm[1].invalidAt},
 		FilePath:     c.filePath,
 		FileBytes:    c.fileBytes,
 		FileFull:     c.fileFull,

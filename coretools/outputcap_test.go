@@ -179,6 +179,21 @@ func TestOutputCapInvalidAndBinary(t *testing.T) {
 	if got, _ := project(30000, "ok\xe2\x82"); got != "ok\uFFFD" {
 		t.Errorf("cut at end: %q", got)
 	}
+	// BH-097 (a): the invalid bytes are counted with their raw offsets,
+	// however the output is chunked (a sequence carried across chunks,
+	// one cut at the end).
+	for _, chunks := range [][]string{{"a\xffb\xe2\x82c\x07d"}, bytewise("a\xffb\xe2\x82c\x07d"), {"a\xffb\xe2", "\x82c\x07d"}} {
+		_, st := project(30000, chunks...)
+		if st.InvalidBytes[outStdout] != 3 || st.InvalidAt[outStdout] != [invalidAtMax]int64{1, 3, 4} {
+			t.Errorf("%q: invalid bytes %d at %v, want 3 at 1, 3, 4", chunks, st.InvalidBytes[outStdout], st.InvalidAt[outStdout])
+		}
+	}
+	if _, st := project(30000, "ok", "\xe2\x82"); st.InvalidBytes[outStdout] != 2 || st.InvalidAt[outStdout][1] != 3 {
+		t.Errorf("cut at end: %+v", st)
+	}
+	if _, st := project(30000, strings.Repeat("\xff", 7)); st.InvalidBytes[outStdout] != 7 || st.InvalidAt[outStdout] != [invalidAtMax]int64{0, 1, 2, 3, 4} {
+		t.Errorf("more than %d: %+v", invalidAtMax, st)
+	}
 	// BH-011 step 3: binary data is described, not shown.
 	c := newOutputCap(30000, nil)
 	c.writer(outStdout).Write([]byte("header line\n\x00\x01\x02\xff\xfe binary"))

@@ -167,6 +167,14 @@ func formatRead(p string, res *sandbox.ReadResult, offset, limit int, opts *FSOp
 	default:
 		head = append(head, fmt.Sprintf("note: the file's text encoding is %s, not UTF-8 (detected from its content); lines are shown converted to UTF-8, and edit_file matches and writes in %s, so the bytes it does not change stay as they are", res.Encoding, res.Encoding))
 	}
+	if n := res.Undecodable; n > 0 {
+		were := "bytes were"
+		if n == 1 {
+			were = "byte was"
+		}
+		head = append(head, fmt.Sprintf("note: %s %s not valid %s (an unpaired surrogate, or an odd final byte) and shown as U+FFFD; the file itself is unchanged", fsCount(n), were, res.Encoding))
+		ev["undecodable_bytes"] = n
+	}
 
 	// The lines the line and byte bounds allow, each clipped.
 	type shownLine struct {

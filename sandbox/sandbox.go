@@ -299,12 +299,17 @@ type Line struct {
 type ReadResult struct {
 	Path     string
 	Kind     ContentKind
-	MIMEType string    // detected, e.g. "text/plain; charset=utf-8", "image/png"
-	Encoding string    // text encoding: "utf-8", or e.g. "gb18030", "utf-16le", "windows-1252"; "utf-8 (...)"/"unknown (...)" when bytes are shown as \xNN
-	BOM      bool      // the file starts with a UTF-8 byte order mark (not shown in Lines)
-	Size     int64     // bytes
-	ModTime  time.Time //
-	SHA256   string    // hex digest of the file's first HashedBytes bytes as read
+	MIMEType string // detected, e.g. "text/plain; charset=utf-8", "image/png"
+	Encoding string // text encoding: "utf-8", or e.g. "gb18030", "utf-16le", "windows-1252"; "utf-8 (...)"/"unknown (...)" when bytes are shown as \xNN
+	BOM      bool   // the file starts with a UTF-8 byte order mark (not shown in Lines)
+	// Undecodable counts the bytes of a converted encoding (UTF-16) in the
+	// part read that could not be decoded and are shown as U+FFFD: an
+	// unpaired surrogate's two bytes, an odd final byte (case BH-097).
+	// 0 for UTF-8, where such bytes are shown as \xNN instead.
+	Undecodable int64
+	Size        int64     // bytes
+	ModTime     time.Time //
+	SHA256      string    // hex digest of the file's first HashedBytes bytes as read
 	// HashedBytes is how many bytes, from the start of the file, SHA256
 	// covers: Size, unless the file is larger than the adapter's read
 	// bound (a default like 64 MiB); then Truncated is set.

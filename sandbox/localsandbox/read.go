@@ -149,7 +149,7 @@ func (s *Sandbox) Read(ctx context.Context, req sandbox.ReadRequest) (*sandbox.R
 		res.MIMEType = "text/plain; charset=utf-8"
 		res.BOM = bytes.HasPrefix(head, utf8BOM)
 	}
-	var escaped int64 // bytes that are not valid UTF-8, shown as \xNN
+	var escaped int64 // bytes that are not valid UTF-8, shown as \xNN (UTF-16: shown as U+FFFD)
 	src := te.reader(rest, &escaped)
 
 	offset := max(req.Offset, 1)
@@ -215,6 +215,9 @@ func (s *Sandbox) Read(ctx context.Context, req sandbox.ReadRequest) (*sandbox.R
 	}
 	if escaped > 0 && res.Encoding == encUTF8 {
 		res.Encoding = encUTF8Invalid
+	}
+	if te.decodable() {
+		res.Undecodable = escaped
 	}
 	return finish()
 }

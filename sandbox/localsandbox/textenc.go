@@ -65,8 +65,17 @@ func (te textEncoding) decodable() bool { return te.enc != nil }
 // unknown encodings the bytes as they are with a UTF-8 byte order mark
 // dropped and every byte that is not valid UTF-8 written as \xNN (counted
 // in esc, which may be nil).
+//
+// For UTF-16, esc counts instead the bytes the decoder shows as U+FFFD
+// (BH-097 (c)): each unpaired surrogate's two bytes and an odd final byte.
 func (te textEncoding) reader(r io.Reader, esc *int64) io.Reader {
 	if te.enc != nil {
+		switch te.name {
+		case "utf-16le":
+			return transform.NewReader(r, transform.Chain(&utf16Check{big: false, n: esc}, te.enc.NewDecoder()))
+		case "utf-16be":
+			return transform.NewReader(r, transform.Chain(&utf16Check{big: true, n: esc}, te.enc.NewDecoder()))
+		}
 		return transform.NewReader(r, te.enc.NewDecoder())
 	}
 	return transform.NewReader(&bomSkipper{r: r}, &escapeInvalid{n: esc})
@@ -400,3 +409,70 @@ func unescapeHigh(s string) (out string, ok bool) {
 	}
 	return b.String(), ok
 }
+
+// utf16Check is a transform.Transformer that passes UTF-16 bytes through
+// unchanged and counts, in n (when set), the bytes the decoder will show
+// as U+FFFD: the two bytes of a surrogate without its pair, and a final
+// odd byte.
+type utf16Check struct {
+	big  bool // big-endian
+	n    *int64
+	high bool // the last unit passed was a high surrogate
+}
+
+func (u *utf16Check) bad(k int64) {
+	if u.n != nil {
+		*u.n += k
+	}
+}
+
+func (u *utf16Check) Transform(dst, src []byte, atEOF bool) (nDst, nSrc int, err error) {
+	for nSrc+2 <= len(src) {
+		if nDst+2 > len(dst) {
+			return nDst, nSrc, transform.ErrShortDst
+		}
+		unit := uint16(src[nSrc])<<8 | uint16(src[nSrc+1])
+		if !u.big {
+			unit = uint16(src[nSrc+1])<<8 | uint16(src[nSrc])
+		}
+		switch {
+		case unit >= 0xD800 && unit < 0xDC00: // high
+			if u.high {
+				u.bad(2)
+			}
+			u.high = true
+		case unit >= 0xDC00 && unit < 0xE000: // low
+			if !u.high {
+				u.bad(2)
+			}
+			u.high = false
+		default:
+			if u.high {
+				u.bad(2)
+			}
+			u.high = false
+		}
+		dst[nDst], dst[nDst+1] = src[nSrc], src[nSrc+1]
+		nDst += 2
+		nSrc += 2
+	}
+	if nSrc < len(src) { // one byte left
+		if !atEOF {
+			return nDst, nSrc, transform.ErrShortSrc
+		}
+		if nDst >= len(dst) {
+			return nDst, nSrc, transform.ErrShortDst
+		}
+		dst[nDst] = src[nSrc]
+		nDst++
+		nSrc++
+		u.bad(1)
+	}
+	if atEOF && u.high {
+		u.bad(2)
+		u.high = false
+	}
+	return nDst, nSrc, nil
+}
+
+func (u *utf16Check) Reset() { u.high = false }

@@ -73,6 +73,36 @@ func TestEscapeInvalidAcrossChunks(t *testing.T) {
 	}
 }
 
+// BH-097 (c): the UTF-16 bytes shown as U+FFFD are counted, whatever the
+// chunking: an odd final byte, an unpaired high or low surrogate; a proper
+// pair (an emoji) is not.
+func TestUTF16UndecodableCounted(t *testing.T) {
+	for _, tc := range []struct {
+		name, in string
+		big      bool
+		want     string
+		n        int64
+	}{
+		{"BOM and an odd byte (FF FE 41)", "\xff\xfeA", false, "\uFFFD", 1},
+		{"a pair and a lone high", "\xff\xfeh\x00\x3d\xd8\x00\xde\x00\xd8!\x00", false, "h\U0001F600\uFFFD!", 2},
+		{"a lone low, big-endian", "\xfe\xff\x00h\xdc\x00\x00i", true, "h\uFFFDi", 2},
+		{"a high at the end", "\xff\xfeh\x00\x00\xd8", false, "h\uFFFD", 2},
+		{"clean", "\xff\xfeh\x00i\x00", false, "hi", 0},
+	} {
+		name := "utf-16le"
+		if tc.big {
+			name = "utf-16be"
+		}
+		for _, r := range []io.Reader{strings.NewReader(tc.in), iotest.OneByteReader(strings.NewReader(tc.in))} {
+			var n int64
+			got, err := io.ReadAll(namedEncoding(name).reader(r, &n))
+			if err != nil || string(got) != tc.want || n != tc.n {
+				t.Errorf("%s: %q with %d undecodable bytes (%v), want %q with %d", tc.name, got, n, err, tc.want, tc.n)
+			}
+		}
+	}
+}
+
 // A GBK file larger than the read buffers decodes the same everywhere, and
 // an edit deep inside it changes only the replaced bytes.
 func TestLargeGBKFileReadAndEdit(t *testing.T) {
