@@ -489,25 +489,11 @@ func (e *executor) result(callID string, timeout time.Duration, o execOutcome, a
 	if len(res.Denied) > 0 {
 		b.WriteString("note: the sandbox's confinement refused this (policy, not a fault): retrying or working around it will not help; if the task needs it, tell the user which setting would allow it\n")
 	}
-	for s, name := range []string{"stdout", "stderr"} {
-		if st.BinaryBytes[s] > 0 {
-			fmt.Fprintf(&b, "note: %s turned binary (NUL bytes) at byte %s; %s bytes of binary data are not shown (inspect with od -c, file or xxd | head)\n",
-				name, exCount(st.BinaryAt[s]), exCount(st.BinaryBytes[s]))
-		}
+	raw := ""
+	if st.FilePath != "" {
+		raw = "the full output file"
 	}
-	for s, name := range []string{"stdout", "stderr"} {
-		if n := st.InvalidBytes[s]; n > 0 {
-			were, raw := "were", ""
-			if n == 1 {
-				were = "was"
-			}
-			if st.FilePath != "" {
-				raw = "; the raw bytes are in the full output file"
-			}
-			fmt.Fprintf(&b, "note: %s in %s %s not valid UTF-8 and shown as U+FFFD (%s)%s\n",
-				exPlural(n, "byte", "bytes"), name, were, invalidOffsets(n, st.InvalidAt[s][:min(n, invalidAtMax)]), raw)
-		}
-	}
+	contentNotes(&b, st, [2]string{"stdout", "stderr"}, 0, raw)
 	b.WriteString("output: ")
 	if st.Chars == 0 {
 		b.WriteString("none")
@@ -711,4 +697,37 @@ func invalidOffsets(n int64, at []int64) string {
 		return "first at byte " + word + " " + strings.Join(parts, ", ")
 	}
 	return "at byte " + word + " " + strings.Join(parts, ", ")
+}
+
+// contentNotes writes the notes on output that was not shown as it was:
+// binary data (NUL bytes) and bytes that were not valid UTF-8. names are
+// the two streams' names in the notes; base is added to the raw offsets
+// (the byte of the log a read started at); raw, when set, names where the
+// raw bytes are kept.
+func contentNotes(b *strings.Builder, st capStats, names [2]string, base int64, raw string) {
+	for s, name := range names {
+		if st.BinaryBytes[s] > 0 {
+			fmt.Fprintf(b, "note: %s turned binary (NUL bytes) at byte %s; %s bytes of binary data are not shown (inspect with od -c, file or xxd | head)\n",
+				name, exCount(base+st.BinaryAt[s]), exCount(st.BinaryBytes[s]))
+		}
+	}
+	for s, name := range names {
+		n := st.InvalidBytes[s]
+		if n == 0 {
+			continue
+		}
+		were, kept := "were", ""
+		if n == 1 {
+			were = "was"
+		}
+		if raw != "" {
+			kept = "; the raw bytes are in " + raw
+		}
+		at := make([]int64, min(n, invalidAtMax))
+		for i := range at {
+			at[i] = base + st.InvalidAt[s][i]
+		}
+		fmt.Fprintf(b, "note: %s in %s %s not valid UTF-8 and shown as U+FFFD (%s)%s\n",
+			exPlural(n, "byte", "bytes"), name, were, invalidOffsets(n, at), kept)
+	}
 }

@@ -229,6 +229,7 @@ func (jt *jobTools) output(ctx context.Context, call *tool.Call) (*tool.Result, 
 		b.WriteString(", from the records' copy")
 	}
 	b.WriteString("\n")
+	contentNotes(&b, st, [2]string{"the job's output", "stderr"}, o.From, "its log")
 	if o.To == o.From {
 		if o.Running() && o.Dropped() > 0 {
 			b.WriteString("nothing new is kept: the job is past its output limit (jobs.maxOutputBytes / jobs.maxTotalBytes); what it prints is counted, no longer kept (job_kill stops it)\n")

@@ -169,3 +169,25 @@ func TestJobsListAndUnknownID(t *testing.T) {
 		t.Errorf("unknown id: %s %s", bad.Stage, bad.AllText())
 	}
 }
+
+// BH-097 (a) for jobs: job_output names the bytes of the job's output
+// that were not valid UTF-8 by their offsets in the log, also when the
+// read starts past the log's first byte.
+func TestJobOutputReportsInvalidUTF8(t *testing.T) {
+	g := newJobRig(t, 0)
+	id := g.start(`printf 'abc\n'; printf 'ok \355\240\200 end\n'`)
+	var all *tool.Result
+	for end := time.Now().Add(30 * time.Second); time.Now().Before(end); {
+		if all = g.call("job_output", map[string]any{"job_id": id, "wait_ms": 1000, "offset": 0}); all.Evidence["running"] == false {
+			break
+		}
+	}
+	if got := all.AllText(); !strings.Contains(got, "note: 3 bytes in the job's output were not valid UTF-8 and shown as U+FFFD (at byte offsets 7, 8, 9); the raw bytes are in its log") ||
+		!strings.Contains(got, "\nok \uFFFD\uFFFD\uFFFD end") {
+		t.Fatalf("job_output from 0:\n%s", got)
+	}
+	from4 := g.call("job_output", map[string]any{"job_id": id, "offset": 4}).AllText()
+	if !strings.Contains(from4, "(at byte offsets 7, 8, 9)") {
+		t.Errorf("job_output from byte 4:\n%s", from4)
+	}
+}
