@@ -1,3 +1,5 @@
+//go:build linux
+
 package cli
 
 import (
@@ -14,12 +16,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/aibuddy/aibuddy/internal/proctest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"golang.org/x/sys/unix"
 )
 
 // startServing runs aibuddy with args in the background until the test
@@ -117,7 +119,8 @@ func TestWebViewInABrowser(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cfg := writeConfigFile(t, `{"approval": {"via": "web"}, "web": {"pageChars": 20000}, "sandbox": {"confinement": "off"}, "compaction": {"oneShotCalls": true}}`)
+	// Confined as by default: the stop ends the sandbox's processes.
+	cfg := writeConfigFile(t, `{"approval": {"via": "web"}, "web": {"pageChars": 20000}, "compaction": {"oneShotCalls": true}}`)
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	base, served := startServing(t, ctx, regexp.MustCompile(`at (http://[^ ]+)/mcp`),
@@ -188,28 +191,27 @@ func TestWebViewInABrowser(t *testing.T) {
 		t.Fatalf("ask_user_question: %+v", res)
 	}
 
-	long := async(`sleep 600 & echo $! > sleep.pid; echo started; wait`)
+	// The command's output "up-42" is not in its own text (the page shows
+	// the command line too). tree.txt names its processes on the host:
+	// the shell's pid and PID namespace (confined: the namespace's).
+	long := async(`(` + proctest.TreeLine + `) > tree.txt; sleep 600 & echo "up-$((6*7))"; wait`)
 	expect(t, steps, done, "stopping")
-	b, err := os.ReadFile(filepath.Join(ws, "sleep.pid"))
+	b, err := os.ReadFile(filepath.Join(ws, "tree.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	pidfd, err := unix.PidfdOpen(pid, 0)
+	tree, err := proctest.ParseTree(string(b))
 	if err != nil {
-		t.Fatalf("the long command's sleep (pid %d) is not running before the stop: %v", pid, err)
+		t.Fatal(err)
 	}
-	defer unix.Close(pidfd)
+	if len(proctest.Live(tree)) == 0 {
+		t.Fatalf("the long command's processes (%+v) are not running before the stop", tree)
+	}
 	if res := <-long; !res.IsError || !strings.Contains(text(res), "cancelled") {
 		t.Fatalf("the stopped command: %s", text(res))
 	}
-	// The pidfd becomes readable when the process has exited.
-	fds := []unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}
-	if n, err := unix.Poll(fds, 10000); err != nil || n != 1 {
-		t.Fatalf("the sleep (pid %d) still runs after the stop: poll %d %v", pid, n, err)
-	}
-	if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil && !strings.Contains(string(st), ") Z ") {
-		t.Fatalf("pid %d is still there and not a zombie: %s", pid, st)
+	if left, err := proctest.WaitGone(func() []proctest.Proc { return proctest.Live(tree) }, 10*time.Second); err != nil || len(left) > 0 {
+		t.Fatalf("processes of the stopped command still run: %v %v", left, err)
 	}
 	expect(t, steps, done, "stopped")
 	expect(t, steps, done, "done")

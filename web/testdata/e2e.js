@@ -90,11 +90,11 @@ async function live(page) {
   step("answered");
 
   // Stop a long command.
-  const long = page.locator("article.call", { hasText: "started" }).filter({ has: page.locator(".pill.running") });
+  const long = page.locator("article.call", { hasText: "up-42" }).filter({ has: page.locator(".pill.running") });
   await long.waitFor({ timeout: T });
   step("stopping");
   await long.locator("button.stop").click();
-  const stopped = page.locator("article.call", { hasText: "started" }).filter({ has: page.locator(".pill.error") });
+  const stopped = page.locator("article.call", { hasText: "up-42" }).filter({ has: page.locator(".pill.error") });
   await stopped.waitFor({ timeout: T });
   if (!(await stopped.innerText()).includes("cancelled")) throw new Error("the stopped call does not say cancelled: " + (await stopped.innerText()));
   await page.screenshot({ path: shots + "/4-live-after.png", fullPage: true });
@@ -103,7 +103,7 @@ async function live(page) {
   // A reload (a new snapshot and event stream) keeps the view.
   await page.reload();
   await page.waitForSelector("#conn.on", { timeout: T });
-  const again = page.locator("article.call", { hasText: "started" }).filter({ has: page.locator(".pill.error") });
+  const again = page.locator("article.call", { hasText: "up-42" }).filter({ has: page.locator(".pill.error") });
   await again.waitFor({ timeout: T });
   if ((await page.locator("article.call").count()) < 5) throw new Error("the reloaded view lost calls");
 
