@@ -122,8 +122,7 @@ func summarizeOverMCP(t *testing.T, over, version string, host *samplingHost, wa
 	defer cancel()
 	ws, data := t.TempDir(), t.TempDir()
 	cfg := filepath.Join(t.TempDir(), "aibuddy.json")
-	if err := os.WriteFile(cfg, []byte(`{"sandbox": {"confinement": "off"},
-		"compaction": {"summaryMaxTokens": 400, "summaryModel": "haiku", "strategies": {"execute": "summarize"}}}`), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte(`{"compaction": {"summaryMaxTokens": 400, "summaryModel": "haiku", "strategies": {"execute": "summarize"}}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	args := []string{"mcp", "--workspace", ws, "--data-dir", data, "--config", cfg}

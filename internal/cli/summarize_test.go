@@ -199,7 +199,7 @@ func TestRunSummarizesThroughItsProvider(t *testing.T) {
 			ts := api.serve(t, c.path, c.toolUse, c.done, c.answer)
 			t.Setenv(c.keyEnv, "test-key")
 			t.Setenv("ANTHROPIC_BASE_URL", "")
-			cfg := writeConfig(t, `{"sandbox": {"confinement": "off"}, "compaction": {`+c.settings+` "summaryMaxTokens": 300, "summaryInputMaxChars": 6000,
+			cfg := writeConfig(t, `{"compaction": {`+c.settings+` "summaryMaxTokens": 300, "summaryInputMaxChars": 6000,
 				"strategies": {"execute": "summarize"}}}`)
 			ws, data := t.TempDir(), t.TempDir()
 			base := ts.URL
@@ -247,7 +247,7 @@ func TestRunSummaryFallsBackToTrim(t *testing.T) {
 			ts := api.serve(t, "/v1/messages", anthropicToolUse("toolu_1", "execute", `{"command":"seq 1 4000"}`), anthropicEndTurn, anthropicText("never"))
 			t.Setenv("ANTHROPIC_API_KEY", "test-key")
 			t.Setenv("ANTHROPIC_BASE_URL", "")
-			cfg := writeConfig(t, `{"sandbox": {"confinement": "off"}, "compaction": {"summaryModel": "`+c.summaryModel+`", "strategies": {"execute": "summarize"}}}`)
+			cfg := writeConfig(t, `{"compaction": {"summaryModel": "`+c.summaryModel+`", "strategies": {"execute": "summarize"}}}`)
 			ws, data := t.TempDir(), t.TempDir()
 			code, out, errs := runWithCompaction(t, "run", "--base-url", ts.URL, "--config", cfg, "--workspace", ws, "--data-dir", data, "count")
 			if code != 0 {
