@@ -156,6 +156,34 @@ func (s *Store) sweeper(interval time.Duration) {
 	}
 }
 
+// WaitOwnerGone waits until owner holds no owner lock: its store was
+// closed, or the server ended the session of its process. When a process
+// is killed, the server notices its session ended and drops the lock a
+// moment later, so a record of that owner can still look alive right
+// after the kill. It blocks on the lock itself (pg_advisory_lock) until
+// ctx ends, then returns ctx's error; other errors name the stage.
+func (s *Store) WaitOwnerGone(ctx context.Context, owner string) error {
+	id, err := strconv.ParseInt(owner, 10, 32)
+	if err != nil {
+		return fmt.Errorf("pgstore: owner %q is not an owner id", owner)
+	}
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return s.fail("wait for owner "+owner, err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1, $2)`, ownerClass, int32(id)); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return s.fail("wait for owner "+owner, err)
+	}
+	if _, err := conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1, $2)`, ownerClass, int32(id)); err != nil {
+		return s.fail("wait for owner "+owner, err)
+	}
+	return nil
+}
+
 var _ store.Owners = (*Store)(nil)
 
 // OwnerAlive implements [store.Owners]: whether the owner's advisory lock

@@ -97,6 +97,7 @@ func testOwners(t *testing.T, open func(*testing.T, string) store.Store, path st
 	p.cmd.Wait()
 	for range p.lines {
 	}
+	waitOwnerGone(t, open, path, child)
 	c := open(t, path)
 	defer closeStore(t, c)
 	if alive(c.(store.Owners), child) {
@@ -681,7 +682,7 @@ func testInterrupted(t *testing.T, open func(*testing.T, string) store.Store, pa
 	closeStore(t, s)
 
 	p := startChild(t, path, "killed", "k-", 0, 4096, false, envRunning+"=1")
-	var running string
+	var running, owner string
 	puts := 0
 	deadline := time.After(2 * time.Minute)
 	for running == "" || puts < 5 {
@@ -694,6 +695,8 @@ func testInterrupted(t *testing.T, open func(*testing.T, string) store.Store, pa
 			switch {
 			case len(f) == 2 && f[0] == "running":
 				running = f[1]
+			case len(f) == 2 && f[0] == "owner":
+				owner = f[1]
 			case len(f) == 3 && f[0] == "put":
 				puts++
 			}
@@ -708,6 +711,7 @@ func testInterrupted(t *testing.T, open func(*testing.T, string) store.Store, pa
 	for range p.lines {
 	}
 	killed := time.Now()
+	waitOwnerGone(t, open, path, owner)
 
 	s = open(t, path)
 	defer closeStore(t, s)
@@ -736,5 +740,34 @@ func testInterrupted(t *testing.T, open func(*testing.T, string) store.Store, pa
 	defer closeStore(t, again)
 	if r := mustGet(t, again, running); !r.InterruptedAt.Equal(got.InterruptedAt) {
 		t.Errorf("a second open re-marked the record: %v, was %v", r.InterruptedAt, got.InterruptedAt)
+	}
+}
+
+// ownerWaiter is a store whose owners' liveness lags a process's death:
+// a server-held lock, dropped once the server notices the session ended
+// (pgstore.Store.WaitOwnerGone).
+type ownerWaiter interface {
+	WaitOwnerGone(ctx context.Context, owner string) error
+}
+
+// waitOwnerGone waits, where the store can say (ownerWaiter), until the
+// killed child's owner is gone as the store sees it, so the next open
+// finds it so; a store whose liveness follows the process at once (a
+// file lock) has nothing to wait for.
+func waitOwnerGone(t *testing.T, open func(*testing.T, string) store.Store, path, owner string) {
+	t.Helper()
+	if owner == "" {
+		return
+	}
+	s := open(t, path)
+	defer closeStore(t, s)
+	w, ok := s.(ownerWaiter)
+	if !ok {
+		return
+	}
+	c, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := w.WaitOwnerGone(c, owner); err != nil {
+		t.Fatalf("owner %s of the killed child still alive: %v", owner, err)
 	}
 }
