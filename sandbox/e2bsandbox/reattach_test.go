@@ -189,3 +189,24 @@ func firstDiff(a, b []byte) int {
 	}
 	return min(len(a), len(b))
 }
+
+// A timeout holds across a re-attach (its timer runs from the start, not
+// from the re-attach): the command is stopped as a timed-out one, its
+// whole group gone.
+func TestTimeoutAcrossReattach(t *testing.T) {
+	cut := func(p fxenvd.CutPoint) bool { return isCommand(p) && p.Call == "Start" } // at its first output
+	s, srv := openWith(t, t.TempDir(), fxenvd.Options{Cut: cut, RetainExited: time.Minute}, e2bsandbox.Options{KillDelay: 200 * time.Millisecond})
+	var pid int
+	var out bytes.Buffer
+	res, err := s.Exec(context.Background(), sandbox.ExecRequest{Command: "echo one; sleep 300", Timeout: 2 * time.Second, Stdout: &out,
+		Started: func(p int) { pid = p }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.TimedOut || srv.Connects() != 1 || out.String() != "one\n" {
+		t.Fatalf("result %+v after %d Connect calls, output %q; want TimedOut after one re-attach, \"one\\n\"", res, srv.Connects(), out.String())
+	}
+	if left, err := proctest.WaitGone(func() []proctest.Proc { return proctest.InGroup(pid) }, 30*time.Second); err != nil || len(left) > 0 {
+		t.Fatalf("the command's group %d still has %v (%v)", pid, left, err)
+	}
+}
