@@ -18,10 +18,12 @@ import (
 )
 
 // supervisor is the shell script Exec starts (as "setsid /bin/sh -c
-// supervisor"): envd does not give a process its own group and signals
-// only its pid, so the supervisor is the leader of a new session and
-// group (its pid, from the start event, is the group id Exec stops with
-// "kill -- -PID"). It runs the command with stdin from /dev/null, waits
+// supervisor", or under the spooler when re-attach is on): envd does not
+// give a process its own group and signals only its pid, so setsid makes
+// a new session and group led by the process envd started (its pid, from
+// the start event, is the group id Exec stops with "kill -- -PID"; the
+// supervisor reads the group id from /proc and does not count the
+// spooler, its parent, as a member). It runs the command with stdin from /dev/null, waits
 // for the shell, and when other members of the group still run (holding
 // the output open) it waits until the command has run the drain grace in
 // all and a quarter of it after the exit, then writes "CODE lingering" to
@@ -115,27 +117,42 @@ exit $c
 //   - Working directory: req.Dir resolved inside the sandbox (outside the
 //     workspace: ErrOutsideWorkspace; missing: ErrNotFound; a file:
 //     ErrNotDir); nothing starts then.
+//
 //   - The command runs in its own session and process group (setsid),
 //     stdin /dev/null (StartRequest.stdin false as well).
+//
 //   - Environment: req.Env, when non-nil, is the whole environment (env
 //     -i); nil means the sandbox's default environment (envd's, never
 //     the host's).
+//
 //   - Output chunks go to req.Stdout / req.Stderr as the data events
 //     arrive, one at a time; none after Exec returns.
+//
 //   - Stopping: at req.Timeout (TimedOut) or when ctx is done
 //     (Cancelled), the whole group gets SIGTERM ("kill -s TERM -- -PID"
 //     in the sandbox, and SendSignal SIGTERM to the pid), then SIGKILL
 //     after Options.KillDelay; cancellation thus reaches the sandbox.
+//
 //   - Lingering: descendants holding the output after the shell exits are
 //     read until the command has run Options.DrainGrace and a quarter of
 //     it after the exit, then the group is killed and Lingering is set.
 //     No process of the group outlives the call. Escaped is 0: a
 //     descendant that left the group (its own setsid) is not tracked.
 //
+//   - Re-attach: a stream that breaks before the end event is re-attached
+//     with Process.Connect and the output the command wrote meanwhile is
+//     read from the sandbox's spool, so the writers see one continuous
+//     output (see the package doc; Options.ReattachRetries,
+//     Options.ReattachBackoff). A process that ended and that envd forgot
+//     meanwhile: the result (ExitCode -1) and an Execution error saying
+//     the exit status is unknown.
+//
 // ExitCode is the shell's exit status (a shell ended by a signal N shows
 // as 128+N, the supervisor's view), -1 when Exec stopped the command.
-// Timeouts and cancellation are results; the error is non-nil only when
-// nothing ran (ctx done first, a bad Dir, envd refusing the start).
+// Timeouts and cancellation are results; the error is non-nil when
+// nothing ran (ctx done first, a bad Dir, envd refusing the start), and,
+// with a non-nil result, when the stream broke for good (re-attach off or
+// failed, the process unknown to envd, the spool unreadable).
 func (s *Sandbox) Exec(ctx context.Context, req sandbox.ExecRequest) (*sandbox.ExecResult, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("e2bsandbox: exec: %w", err)
