@@ -117,28 +117,22 @@ exit $c
 //   - Working directory: req.Dir resolved inside the sandbox (outside the
 //     workspace: ErrOutsideWorkspace; missing: ErrNotFound; a file:
 //     ErrNotDir); nothing starts then.
-//
 //   - The command runs in its own session and process group (setsid),
 //     stdin /dev/null (StartRequest.stdin false as well).
-//
 //   - Environment: req.Env, when non-nil, is the whole environment (env
 //     -i); nil means the sandbox's default environment (envd's, never
 //     the host's).
-//
 //   - Output chunks go to req.Stdout / req.Stderr as the data events
 //     arrive, one at a time; none after Exec returns.
-//
 //   - Stopping: at req.Timeout (TimedOut) or when ctx is done
 //     (Cancelled), the whole group gets SIGTERM ("kill -s TERM -- -PID"
 //     in the sandbox, and SendSignal SIGTERM to the pid), then SIGKILL
 //     after Options.KillDelay; cancellation thus reaches the sandbox.
-//
 //   - Lingering: descendants holding the output after the shell exits are
 //     read until the command has run Options.DrainGrace and a quarter of
 //     it after the exit, then the group is killed and Lingering is set.
 //     No process of the group outlives the call. Escaped is 0: a
 //     descendant that left the group (its own setsid) is not tracked.
-//
 //   - Re-attach: a stream that breaks before the end event is re-attached
 //     with Process.Connect and the output the command wrote meanwhile is
 //     read from the sandbox's spool, so the writers see one continuous
