@@ -48,6 +48,13 @@ type E2B struct {
 	// the sandbox; defaults 268,435,456 bytes (256 MiB) and 20,000 files.
 	MaxSearchBytes int64 `json:"maxSearchBytes,omitempty"`
 	MaxSearchFiles int   `json:"maxSearchFiles,omitempty"`
+	// ReattachRetries is how many times a command whose output stream
+	// broke is re-attached to (envd's Process.Connect) before it is given
+	// up; default 5, -1 turns re-attach (and its output spool) off.
+	ReattachRetries int `json:"reattachRetries,omitempty"`
+	// ReattachBackoff is the wait before the first re-attach, doubled
+	// before each further one; a duration, default 100 ms.
+	ReattachBackoff Duration `json:"reattachBackoff,omitempty"`
 }
 
 // checkE2B validates sandbox.e2b and, for kind "e2b", sandbox.workspace.
@@ -66,10 +73,14 @@ func (c *Config) checkE2B() error {
 		return fmt.Errorf("sandbox.e2b.envdURLTemplate %q: want an http(s) URL with {port}, {sandboxID}, {domain}", t)
 	}
 	for k, v := range map[string]int64{"sandbox.e2b.timeout": int64(e.Timeout), "sandbox.e2b.keepalive": int64(e.Keepalive),
-		"sandbox.e2b.requestTimeout": int64(e.RequestTimeout), "sandbox.e2b.maxSearchBytes": e.MaxSearchBytes, "sandbox.e2b.maxSearchFiles": int64(e.MaxSearchFiles)} {
+		"sandbox.e2b.requestTimeout": int64(e.RequestTimeout), "sandbox.e2b.maxSearchBytes": e.MaxSearchBytes, "sandbox.e2b.maxSearchFiles": int64(e.MaxSearchFiles),
+		"sandbox.e2b.reattachBackoff": int64(e.ReattachBackoff)} {
 		if v < 0 {
 			return fmt.Errorf("%s: %d is negative (0 or unset means the default)", k, v)
 		}
+	}
+	if e.ReattachRetries < -1 {
+		return fmt.Errorf("sandbox.e2b.reattachRetries: %d; want a count, 0 or unset for the default (5), or -1 to turn re-attach off", e.ReattachRetries)
 	}
 	if c.Sandbox.Kind == "e2b" && c.Sandbox.Workspace != "" && !path.IsAbs(c.Sandbox.Workspace) {
 		return fmt.Errorf("sandbox.workspace %q: with sandbox.kind \"e2b\" it is the absolute workspace path inside the sandbox (e.g. /workspace/project), or unset for the sandbox user's home", c.Sandbox.Workspace)

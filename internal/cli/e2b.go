@@ -28,6 +28,7 @@ func e2bSandboxOptions(cfg *config.Config, o *sandboxes.Options) {
 		KillDelay: cfg.Sandbox.KillDelay.D(), DrainGrace: cfg.Sandbox.DrainGrace.D(),
 		Keepalive: e.Keepalive.D(), RequestTimeout: e.RequestTimeout.D(),
 		MaxReadBytes: cfg.Sandbox.MaxReadBytes, MaxSearchBytes: e.MaxSearchBytes, MaxSearchFiles: e.MaxSearchFiles,
+		ReattachRetries: e.ReattachRetries, ReattachBackoff: e.ReattachBackoff.D(),
 	}
 	o.E2BAPI = &e2bsandbox.APIOptions{
 		APIKey: os.Getenv("E2B_API_KEY"), APIURL: e.APIURL, Template: e.Template, Timeout: e.Timeout.D(),

@@ -22,14 +22,16 @@ import (
 
 // Defaults of Options (each a setting: config sandbox.e2b.*).
 const (
-	DefaultUser              = "user"           // Options.User
-	DefaultKillDelay         = 2 * time.Second  // Options.KillDelay
-	DefaultDrainGrace        = 1 * time.Second  // Options.DrainGrace
-	DefaultKeepalive         = 30 * time.Second // Options.Keepalive
-	DefaultMaxReadBytes      = 64 << 20         // Options.MaxReadBytes
-	DefaultMaxSearchBytes    = 256 << 20        // Options.MaxSearchBytes
-	DefaultMaxSearchFiles    = 20000            // Options.MaxSearchFiles
-	DefaultRequestTimeout    = 60 * time.Second // Options.RequestTimeout
+	DefaultUser              = "user"                 // Options.User
+	DefaultKillDelay         = 2 * time.Second        // Options.KillDelay
+	DefaultDrainGrace        = 1 * time.Second        // Options.DrainGrace
+	DefaultKeepalive         = 30 * time.Second       // Options.Keepalive
+	DefaultMaxReadBytes      = 64 << 20               // Options.MaxReadBytes
+	DefaultMaxSearchBytes    = 256 << 20              // Options.MaxSearchBytes
+	DefaultMaxSearchFiles    = 20000                  // Options.MaxSearchFiles
+	DefaultRequestTimeout    = 60 * time.Second       // Options.RequestTimeout
+	DefaultReattachRetries   = 5                      // Options.ReattachRetries
+	DefaultReattachBackoff   = 100 * time.Millisecond // Options.ReattachBackoff
 	maxLinkHops              = 40
 	defaultMaxPathComponents = 256
 )
@@ -78,6 +80,17 @@ type Options struct {
 	// caller's context has no earlier deadline. Default 60 s
 	// (sandbox.e2b.requestTimeout).
 	RequestTimeout time.Duration
+	// ReattachRetries is how many Process.Connect attempts Exec makes
+	// after a command's output stream breaks before the end event
+	// (counted again after each successful re-attach); negative turns
+	// re-attach off (a break then kills the command, and no output spool
+	// is kept in the sandbox's /tmp). Default 5
+	// (sandbox.e2b.reattachRetries).
+	ReattachRetries int
+	// ReattachBackoff is the wait before the first Connect attempt after
+	// a break, doubled before each further one. Default 100 ms
+	// (sandbox.e2b.reattachBackoff).
+	ReattachBackoff time.Duration
 	// OnClose runs once at Close (NewAPI kills the sandbox there).
 	OnClose func() error
 }
@@ -121,6 +134,10 @@ func New(ctx context.Context, opts Options) (*Sandbox, error) {
 	setDur(&opts.DrainGrace, DefaultDrainGrace)
 	setDur(&opts.Keepalive, DefaultKeepalive)
 	setDur(&opts.RequestTimeout, DefaultRequestTimeout)
+	setDur(&opts.ReattachBackoff, DefaultReattachBackoff)
+	if opts.ReattachRetries == 0 {
+		opts.ReattachRetries = DefaultReattachRetries
+	}
 	if opts.MaxReadBytes <= 0 {
 		opts.MaxReadBytes = DefaultMaxReadBytes
 	}

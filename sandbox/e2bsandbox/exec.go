@@ -18,10 +18,12 @@ import (
 )
 
 // supervisor is the shell script Exec starts (as "setsid /bin/sh -c
-// supervisor"): envd does not give a process its own group and signals
-// only its pid, so the supervisor is the leader of a new session and
-// group (its pid, from the start event, is the group id Exec stops with
-// "kill -- -PID"). It runs the command with stdin from /dev/null, waits
+// supervisor", or under the spooler when re-attach is on): envd does not
+// give a process its own group and signals only its pid, so setsid makes
+// a new session and group led by the process envd started (its pid, from
+// the start event, is the group id Exec stops with "kill -- -PID"; the
+// supervisor reads the group id from /proc and does not count the
+// spooler, its parent, as a member). It runs the command with stdin from /dev/null, waits
 // for the shell, and when other members of the group still run (holding
 // the output open) it waits until the command has run the drain grace in
 // all and a quarter of it after the exit, then writes "CODE lingering" to
@@ -32,6 +34,9 @@ import (
 const supervisor = `cmd=$1 st=$2 g=$3 q=$4 mode=$5
 shift 5
 tick() { read -r T _ </proc/uptime; T=${T%.*}${T#*.}; T=${T#0}; }
+# G: this group's id (the supervisor's pid, or the spooler's that runs it)
+pgid() { IFS= read -r l </proc/$$/stat; l=${l##*) }; set -- $l; G=$3; }
+pgid
 # members [holding]: is another live process in this group (holding the
 # output pipes, with "holding")?
 members() {
@@ -39,9 +44,10 @@ members() {
     IFS= read -r l 2>/dev/null <"$f" || continue
     p=${l%% *}
     [ "$p" = "$$" ] && continue
+    [ "$p" = "$PPID" ] && continue
     l=${l##*) }
     set -- $l
-    [ "$3" = "$$" ] || continue
+    [ "$3" = "$G" ] || continue
     [ "$1" = Z ] && continue
     [ -z "$holding" ] && return 0
     # (no redirection here: it would change this shell's own fd 2)
@@ -81,6 +87,28 @@ fi
 exit $code
 `
 
+// spooler is the shell script that runs the supervisor (as "setsid
+// /bin/sh -c spooler") when re-attach is on: it copies the supervisor's
+// stdout and stderr both to envd's pipes and to the files out and err in
+// the spool folder (through two fifos and two tee processes in sessions
+// of their own, so the supervisor's group checks do not count them), and
+// exits with the supervisor's status after the copies end. After a
+// re-attach (envd's Connect does not replay what the process wrote while
+// no stream was attached), Exec reads the rest of the output from these
+// files from the byte offsets it had delivered. Arguments: the spool
+// folder, then the supervisor's command line.
+const spooler = `d=$1; shift
+if ! { mkdir -m 700 "$d" && mkfifo "$d/o" "$d/e"; }; then
+  echo "aibuddy-exec: cannot make the output spool $d" >&2; exit 125
+fi
+setsid tee "$d/out" <"$d/o" & a=$!
+setsid tee "$d/err" <"$d/e" >&2 & b=$!
+"$@" >"$d/o" 2>"$d/e"
+c=$?
+wait $a $b
+exit $c
+`
+
 // Exec runs req.Command in the sandbox with /bin/sh -c through envd's
 // process.Start (a server stream: a start event with the pid, data events
 // with stdout and stderr chunks, keepalives, an end event with the exit
@@ -105,11 +133,20 @@ exit $code
 //     it after the exit, then the group is killed and Lingering is set.
 //     No process of the group outlives the call. Escaped is 0: a
 //     descendant that left the group (its own setsid) is not tracked.
+//   - Re-attach: a stream that breaks before the end event is re-attached
+//     with Process.Connect and the output the command wrote meanwhile is
+//     read from the sandbox's spool, so the writers see one continuous
+//     output (see the package doc; Options.ReattachRetries,
+//     Options.ReattachBackoff). A process that ended and that envd forgot
+//     meanwhile: the result (ExitCode -1) and an Execution error saying
+//     the exit status is unknown.
 //
 // ExitCode is the shell's exit status (a shell ended by a signal N shows
 // as 128+N, the supervisor's view), -1 when Exec stopped the command.
-// Timeouts and cancellation are results; the error is non-nil only when
-// nothing ran (ctx done first, a bad Dir, envd refusing the start).
+// Timeouts and cancellation are results; the error is non-nil when
+// nothing ran (ctx done first, a bad Dir, envd refusing the start), and,
+// with a non-nil result, when the stream broke for good (re-attach off or
+// failed, the process unknown to envd, the spool unreadable).
 func (s *Sandbox) Exec(ctx context.Context, req sandbox.ExecRequest) (*sandbox.ExecResult, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("e2bsandbox: exec: %w", err)
@@ -134,6 +171,13 @@ func (s *Sandbox) Exec(ctx context.Context, req sandbox.ExecRequest) (*sandbox.E
 	} else {
 		args = append(args, "inherit")
 	}
+	reattach := s.opts.ReattachRetries > 0
+	spool := ""
+	if reattach {
+		spool = "/tmp/aibuddy-exec-" + id + ".spool"
+		args = append([]string{"/bin/sh", "-c", spooler, "aibuddy-spool", spool}, args...)
+		defer s.remove(context.WithoutCancel(ctx), spool)
+	}
 	withStdin := req.Stdin != nil
 	cwd := dir.abs
 	sreq := connect.NewRequest(&procpb.StartRequest{
@@ -141,8 +185,8 @@ func (s *Sandbox) Exec(ctx context.Context, req sandbox.ExecRequest) (*sandbox.E
 		Tag:     ptr("aibuddy-exec-" + id),
 		Stdin:   &withStdin,
 	})
-	// The stream outlives ctx: after a cancellation Exec still stops the
-	// group and reads the end; it is cancelled when Exec returns.
+	// The streams outlive ctx: after a cancellation Exec still stops the
+	// group and reads the end; they are cancelled when Exec returns.
 	sctx, scancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer scancel()
 	start := time.Now()
@@ -152,25 +196,12 @@ func (s *Sandbox) Exec(ctx context.Context, req sandbox.ExecRequest) (*sandbox.E
 	}
 	defer stream.Close()
 
-	type event struct {
-		ev  *procpb.ProcessEvent
-		err error
-	}
+	// One attachment at a time feeds events: the Start stream (gen 0),
+	// then each Connect (gen 1, 2, …); events of an older one are
+	// dropped.
 	events := make(chan event)
-	go func() {
-		defer close(events)
-		for stream.Receive() {
-			select {
-			case events <- event{ev: stream.Msg().GetEvent()}:
-			case <-sctx.Done():
-				return
-			}
-		}
-		select {
-		case events <- event{err: stream.Err()}:
-		case <-sctx.Done():
-		}
-	}()
+	gen := 0
+	go pump(sctx, 0, stream.Receive, func() *procpb.ProcessEvent { return stream.Msg().GetEvent() }, stream.Err, events)
 
 	res := &sandbox.ExecResult{ExitCode: -1}
 	var pid uint32
@@ -182,31 +213,48 @@ func (s *Sandbox) Exec(ctx context.Context, req sandbox.ExecRequest) (*sandbox.E
 	}
 	done := ctx.Done()
 	stopped := false
+	detached := false      // a stream broke and no Connect has given its start event yet
+	attempts := 0          // Connect attempts since the last break
+	var delivered [2]int64 // stdout, stderr bytes written to req's writers
+	reattached := 0
 	stop := func(sig procpb.Signal) {
 		if pid != 0 {
 			s.signalGroup(ctx, pid, sig)
 		}
 	}
-	begin := func() {
+	// begin stops the command; true when Exec is done (it was detached:
+	// with no stream to watch the end on, the group is killed at once).
+	begin := func() bool {
 		stopped = true
 		done, timeoutC = nil, nil
+		if detached {
+			stop(procpb.Signal_SIGNAL_SIGKILL)
+			res.Duration = time.Since(start)
+			return true
+		}
 		stop(procpb.Signal_SIGNAL_SIGTERM)
 		t := time.NewTimer(s.opts.KillDelay)
 		killC = t.C
+		return false
 	}
-	write := func(w io.Writer, b []byte) {
+	write := func(i int, w io.Writer, b []byte) {
 		if w != nil {
 			_, _ = w.Write(b)
 		}
+		delivered[i] += int64(len(b))
 	}
 	for {
 		select {
 		case <-done:
 			res.Cancelled = true
-			begin()
+			if begin() {
+				return res, nil
+			}
 		case <-timeoutC:
 			res.TimedOut = true
-			begin()
+			if begin() {
+				return res, nil
+			}
 		case <-killC:
 			killC = nil
 			stop(procpb.Signal_SIGNAL_SIGKILL)
@@ -214,24 +262,50 @@ func (s *Sandbox) Exec(ctx context.Context, req sandbox.ExecRequest) (*sandbox.E
 		case <-giveUpC:
 			res.Duration = time.Since(start)
 			return res, nil
-		case e, ok := <-events:
-			if !ok {
-				res.Duration = time.Since(start)
-				return res, nil
+		case e := <-events:
+			if e.gen != gen {
+				continue
 			}
 			if e.err != nil || e.ev == nil {
 				res.Duration = time.Since(start)
 				if pid == 0 {
 					return nil, fmt.Errorf("e2bsandbox: Execution: the start stream ended before the process started: %w", s.rpcErr("Process.Start", orEOF(e.err)))
 				}
-				if !stopped { // the stream broke: the command may still run
+				if stopped { // stopping already: make sure of it
 					s.signalGroup(ctx, pid, procpb.Signal_SIGNAL_SIGKILL)
-					return res, fmt.Errorf("e2bsandbox: Execution: the output stream of pid %d broke (%v); the process group was killed", pid, orEOF(e.err))
+					return res, nil
 				}
-				return res, nil
+				if !reattach {
+					s.signalGroup(ctx, pid, procpb.Signal_SIGNAL_SIGKILL)
+					return res, fmt.Errorf("e2bsandbox: Execution: the output stream of pid %d broke (%v); re-attach is off (sandbox.e2b.reattachRetries), so the process group was killed; exit status unknown: run the command again", pid, orEOF(e.err))
+				}
+				if gen > 0 && connect.CodeOf(e.err) == connect.CodeNotFound {
+					// The process ended while no stream was attached and
+					// envd no longer knows it: its output is in the spool,
+					// its exit status is lost.
+					out := "its whole output was delivered (from the spool)"
+					if cerr := s.catchUp(ctx, spool, delivered, req); cerr != nil {
+						out = "its output past the break is missing (" + cerr.Error() + ")"
+					}
+					return res, fmt.Errorf("e2bsandbox: Execution: the output stream of pid %d broke and the process ended before Exec could re-attach (envd Process.Connect: %v); %s, but its exit status is unknown: check the command's effects or run it again", pid, e.err, out)
+				}
+				if attempts >= s.opts.ReattachRetries {
+					s.signalGroup(ctx, pid, procpb.Signal_SIGNAL_SIGKILL)
+					return res, fmt.Errorf("e2bsandbox: Execution: the output stream of pid %d broke and %d re-attach attempts failed (last: %v); the process group was killed; exit status unknown: check the sandbox's network (sandbox.e2b.envdURL), raise sandbox.e2b.reattachRetries, or run the command again", pid, attempts, orEOF(e.err))
+				}
+				attempts++
+				detached = true
+				gen++
+				go s.reattach(sctx, gen, pid, s.opts.ReattachBackoff<<(attempts-1), events)
+				continue
 			}
 			switch ev := e.ev.GetEvent().(type) {
 			case *procpb.ProcessEvent_Start:
+				if gen > 0 { // re-attached
+					detached, attempts = false, 0
+					reattached++
+					continue
+				}
 				pid = ev.Start.GetPid()
 				if req.Started != nil {
 					req.Started(int(pid))
@@ -243,15 +317,22 @@ func (s *Sandbox) Exec(ctx context.Context, req sandbox.ExecRequest) (*sandbox.E
 					stop(procpb.Signal_SIGNAL_SIGTERM)
 				}
 			case *procpb.ProcessEvent_Data:
+				if gen > 0 {
+					continue // the spool has it, at the right offset
+				}
 				switch o := ev.Data.GetOutput().(type) {
 				case *procpb.ProcessEvent_DataEvent_Stdout:
-					write(req.Stdout, o.Stdout)
+					write(0, req.Stdout, o.Stdout)
 				case *procpb.ProcessEvent_DataEvent_Stderr:
-					write(req.Stderr, o.Stderr)
+					write(1, req.Stderr, o.Stderr)
 				case *procpb.ProcessEvent_DataEvent_Pty:
-					write(req.Stdout, o.Pty)
+					write(0, req.Stdout, o.Pty)
 				}
 			case *procpb.ProcessEvent_End:
+				var cerr error
+				if gen > 0 {
+					cerr = s.catchUp(ctx, spool, delivered, req)
+				}
 				res.Duration = time.Since(start)
 				if stopped {
 					return res, nil
@@ -259,17 +340,100 @@ func (s *Sandbox) Exec(ctx context.Context, req sandbox.ExecRequest) (*sandbox.E
 				end := ev.End
 				if end.GetExited() {
 					res.ExitCode = int(end.GetExitCode())
-					return res, nil
-				}
-				// Ended by a signal: the supervisor's own kill after a
-				// drain grace leaves the status file.
-				if code, lingering, ok := s.readStatus(ctx, status); ok {
+				} else if code, lingering, ok := s.readStatus(ctx, status); ok {
+					// Ended by a signal: the supervisor's own kill after a
+					// drain grace leaves the status file.
 					res.ExitCode, res.Lingering = code, lingering
+				}
+				if cerr != nil {
+					return res, fmt.Errorf("e2bsandbox: Execution: pid %d ended (exit %d) after %d re-attaches, but %v: the output past the break is missing; run the command again for it", pid, res.ExitCode, reattached, cerr)
 				}
 				return res, nil
 			}
 		}
 	}
+}
+
+// event is one event (or the end of a stream, err) of attachment gen.
+type event struct {
+	gen int
+	ev  *procpb.ProcessEvent
+	err error
+}
+
+// pump forwards a stream's events to out, then its end (err, or
+// io.ErrUnexpectedEOF when the stream ended cleanly without an end
+// event), until ctx is done.
+func pump(ctx context.Context, gen int, receive func() bool, msg func() *procpb.ProcessEvent, errf func() error, out chan<- event) {
+	for receive() {
+		select {
+		case out <- event{gen: gen, ev: msg()}:
+		case <-ctx.Done():
+			return
+		}
+	}
+	select {
+	case out <- event{gen: gen, err: orEOF(errf())}:
+	case <-ctx.Done():
+	}
+}
+
+// reattach waits backoff, then calls envd's Process.Connect for pid and
+// forwards its events as attachment gen (its failure as the end of
+// that attachment).
+func (s *Sandbox) reattach(ctx context.Context, gen int, pid uint32, backoff time.Duration, out chan<- event) {
+	t := time.NewTimer(backoff)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+		return
+	}
+	stream, err := s.proc.Connect(ctx, connect.NewRequest(&procpb.ConnectRequest{
+		Process: &procpb.ProcessSelector{Selector: &procpb.ProcessSelector_Pid{Pid: pid}},
+	}))
+	if err != nil {
+		select {
+		case out <- event{gen: gen, err: err}:
+		case <-ctx.Done():
+		}
+		return
+	}
+	defer stream.Close()
+	pump(ctx, gen, stream.Receive, func() *procpb.ProcessEvent { return stream.Msg().GetEvent() }, stream.Err, out)
+}
+
+// catchUp writes the output past delivered (stdout, stderr byte counts)
+// from the spool files to req's writers, streamed by "tail -c +N" in the
+// sandbox.
+func (s *Sandbox) catchUp(ctx context.Context, spool string, delivered [2]int64, req sandbox.ExecRequest) error {
+	no := false
+	stream, err := s.proc.Start(ctx, connect.NewRequest(&procpb.StartRequest{
+		Process: &procpb.ProcessConfig{Cmd: "/bin/sh", Args: []string{"-c", `tail -c +"$1" -- "$3/out" 2>/dev/null && tail -c +"$2" -- "$3/err" >&2 2>/dev/null`, "aibuddy-spool",
+			strconv.FormatInt(delivered[0]+1, 10), strconv.FormatInt(delivered[1]+1, 10), spool}},
+		Stdin: &no,
+	}))
+	if err != nil {
+		return fmt.Errorf("reading the output spool failed: %w", s.rpcErr("Process.Start", err))
+	}
+	defer stream.Close()
+	for stream.Receive() {
+		switch ev := stream.Msg().GetEvent().GetEvent().(type) {
+		case *procpb.ProcessEvent_Data:
+			if b := ev.Data.GetStdout(); len(b) > 0 && req.Stdout != nil {
+				_, _ = req.Stdout.Write(b)
+			}
+			if b := ev.Data.GetStderr(); len(b) > 0 && req.Stderr != nil {
+				_, _ = req.Stderr.Write(b)
+			}
+		case *procpb.ProcessEvent_End:
+			if !ev.End.GetExited() || ev.End.GetExitCode() != 0 {
+				return fmt.Errorf("reading the output spool %s in the sandbox failed (%s)", spool, ev.End.GetStatus())
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("reading the output spool failed: %w", s.rpcErr("Process.Start", orEOF(stream.Err())))
 }
 
 func orEOF(err error) error {
