@@ -114,7 +114,7 @@ type Store struct {
 	pending map[string]*op // deferred writes queued, not yet claimed, by ToolCallID
 	// runningDelay is Options.RunningDelay (negative: no deferral).
 	runningDelay time.Duration
-	full    bool // the write connection's synchronous level is FULL now (leader only)
+	full         bool // the write connection's synchronous level is FULL now (leader only)
 
 	owner string   // this instance's owner id (owner.go)
 	lock  *os.File // its lock file, locked while the store is open
