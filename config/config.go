@@ -347,6 +347,13 @@ type Records struct {
 	// calls finish at once (they share one commit and its sync). Count;
 	// default 64.
 	MaxBatch int `json:"maxBatch,omitempty"`
+	// RunningDelay bounds how long the running record of a read-only
+	// call (readOnlyHint) may wait uncommitted: a call that ends sooner
+	// writes its record once (one commit), a longer one is visible as
+	// running from this delay on. Duration; default 50ms
+	// (sqlitestore.DefaultRunningDelay); negative: every running record
+	// is committed before the tool runs.
+	RunningDelay Duration `json:"runningDelay,omitempty"`
 }
 
 // Approval configures human decisions (seed: "High-impact actions also

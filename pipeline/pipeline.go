@@ -223,6 +223,24 @@ func (p *Pipeline) Handler(run Run) Handler {
 	return never(h)
 }
 
+// readOnly reports whether the run's tool name declares readOnlyHint (its
+// record may then be written once; see result.CallOptions).
+func readOnly(run Run, name string) bool {
+	if run.Tools == nil {
+		return false
+	}
+	set, _ := run.Tools()
+	if set == nil {
+		return false
+	}
+	t, ok := set.Tool(name)
+	if !ok {
+		return false
+	}
+	a := t.Annotations()
+	return a != nil && a.ReadOnlyHint
+}
+
 // never guarantees a non-nil result (a middleware that returned nil).
 func never(h Handler) Handler {
 	return func(ctx context.Context, call *tool.Call) *tool.Result {
@@ -267,7 +285,7 @@ func (p *Pipeline) record(run Run) Middleware {
 	return func(next Handler) Handler {
 		if p.rec != nil {
 			return func(ctx context.Context, call *tool.Call) *tool.Result {
-				return p.rec.Call(ctx, run.TaskID, call, result.Next(next))
+				return p.rec.CallWith(ctx, run.TaskID, call, result.Next(next), result.CallOptions{ReadOnly: readOnly(run, call.Name)})
 			}
 		}
 		return func(ctx context.Context, call *tool.Call) *tool.Result {

@@ -110,6 +110,21 @@ type Next func(ctx context.Context, call *tool.Call) *tool.Result
 // is returned all the same with a note appended that the record is
 // missing (the plane failed, not the tool), and the failure is logged.
 func (r *Recorder) Call(ctx context.Context, taskID string, call *tool.Call, next Next) *tool.Result {
+	return r.CallWith(ctx, taskID, call, next, CallOptions{})
+}
+
+// CallOptions say what [Recorder.CallWith] may assume of a call.
+type CallOptions struct {
+	// ReadOnly: the tool changes nothing (its readOnlyHint), so a kill
+	// while it runs needs no record. Its running record is then given
+	// to a store that implements [store.Deferrer] with PutDeferred: a
+	// call that ends within the store's bound (records.runningDelay)
+	// writes its record once, a longer one still shows as running.
+	ReadOnly bool
+}
+
+// CallWith is [Recorder.Call] with what o says of the call.
+func (r *Recorder) CallWith(ctx context.Context, taskID string, call *tool.Call, next Next, o CallOptions) *tool.Result {
 	if call.ID == "" {
 		call.ID = r.opts.NewID()
 	}
@@ -123,8 +138,15 @@ func (r *Recorder) Call(ctx context.Context, taskID string, call *tool.Call, nex
 		Outcome: store.OutcomeRunning, StartedAt: r.opts.Now(),
 	}
 	sctx := context.WithoutCancel(ctx)
-	startErr := r.st.Put(sctx, rec)
-	if startErr == nil && rec.Seq == 0 {
+	var startErr error
+	d, deferred := r.st.(store.Deferrer)
+	deferred = deferred && o.ReadOnly
+	if deferred {
+		startErr = d.PutDeferred(sctx, rec) // the final Put keeps its place
+	} else {
+		startErr = r.st.Put(sctx, rec)
+	}
+	if startErr == nil && rec.Seq == 0 && !deferred {
 		// Keep the start order on the final Put: a result is stored at its
 		// call's place, never after calls that started later (BH-053).
 		if got, err := r.st.Get(sctx, call.ID); err == nil {

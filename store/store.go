@@ -89,6 +89,18 @@ type ProviderIDs interface {
 	ByProviderID(ctx context.Context, taskID, providerID string) ([]string, error)
 }
 
+// Deferrer is an optional interface of a [Store]: PutDeferred takes a
+// call's running record (Outcome running) without waiting for it to be
+// written: it is committed with the store's next write, or after the
+// store's own bound at the latest, and the call's final Put before then
+// replaces it (one write per short call). Until committed the record is
+// neither visible to readers nor kept if the process dies, so it suits a
+// call whose interruption needs no record (a read-only tool). Seq order
+// follows the order records were given, as with Put; r.Seq is not set.
+type Deferrer interface {
+	PutDeferred(ctx context.Context, r *Record) error
+}
+
 // Store keeps records. Implementations are safe for concurrent use by many
 // goroutines, and their files for concurrent use by two processes.
 //

@@ -18,12 +18,15 @@
 //
 // For each side it prints the median and p99 latency of one call (request
 // written to response read, as the host sees it), the added median in
-// microseconds and the ratio proxy/direct, and asserts that both sides
-// returned the same content for every call.
+// microseconds and the ratio proxy/direct, and asserts that every side
+// returned the same content for every call. With -against OLD a second
+// aibuddy binary is a third side of the same run (before/after side by
+// side, under the same load).
 //
 //	go run ./bench/mcpproxy                     # both modes, 2,000 calls each
 //	go run ./bench/mcpproxy -mode echo -n 5000 -upstream everything
 //	go run ./bench/mcpproxy -aibuddy ./aibuddy  # an existing binary
+//	go run ./bench/mcpproxy -against ./aibuddy-main
 package main
 
 import (
@@ -68,9 +71,10 @@ func main() {
 	mode := flag.String("mode", "both", "echo, builtin or both")
 	upstream := flag.String("upstream", "go", "echo server: go (this program as a fixture) or everything (node server-everything)")
 	bin := flag.String("aibuddy", "", "aibuddy binary (default: go build ./cmd/aibuddy into a temporary folder)")
+	against := flag.String("against", "", "a second aibuddy binary (another commit) measured in the same run, as a third side")
 	flag.StringVar(&recordsSync, "sync", "", `aibuddy's records.sync setting: "normal" or "full" (default: aibuddy's default)`)
 	flag.Parse()
-	if err := run(*n, *warm, *mode, *upstream, *bin); err != nil {
+	if err := run(*n, *warm, *mode, *upstream, *bin, *against); err != nil {
 		fmt.Fprintln(os.Stderr, "mcpproxy:", err)
 		os.Exit(1)
 	}
@@ -97,7 +101,7 @@ func settingsArgs(dir string) ([]string, error) {
 	return []string{"--config", p}, nil
 }
 
-func run(n, warm int, mode, upstream, bin string) error {
+func run(n, warm int, mode, upstream, bin, against string) error {
 	tmp, err := os.MkdirTemp("", "mcpproxy-")
 	if err != nil {
 		return err
@@ -106,18 +110,26 @@ func run(n, warm int, mode, upstream, bin string) error {
 	if bin, err = benchbin.Aibuddy(tmp, bin); err != nil {
 		return err
 	}
+	bins := []string{bin}
+	if against != "" {
+		a, err := filepath.Abs(against)
+		if err != nil {
+			return err
+		}
+		bins = append(bins, a)
+	}
 	self, err := os.Executable()
 	if err != nil {
 		return err
 	}
 	ctx := context.Background()
 	if mode == "echo" || mode == "both" {
-		if err := benchEcho(ctx, n, warm, tmp, bin, self, upstream); err != nil {
+		if err := benchEcho(ctx, n, warm, tmp, bins, self, upstream); err != nil {
 			return fmt.Errorf("echo: %w", err)
 		}
 	}
 	if mode == "builtin" || mode == "both" {
-		if err := benchBuiltin(ctx, n, warm, tmp, bin, self); err != nil {
+		if err := benchBuiltin(ctx, n, warm, tmp, bins, self); err != nil {
 			return fmt.Errorf("builtin: %w", err)
 		}
 	}
@@ -140,7 +152,7 @@ func echoServer(self, upstream string) (string, []string, []string, error) {
 	return "", nil, nil, fmt.Errorf("-upstream %q: want go or everything", upstream)
 }
 
-func benchEcho(ctx context.Context, n, warm int, tmp, bin, self, upstream string) error {
+func benchEcho(ctx context.Context, n, warm int, tmp string, bins []string, self, upstream string) error {
 	cmdName, args, env, err := echoServer(self, upstream)
 	if err != nil {
 		return err
@@ -172,26 +184,26 @@ func benchEcho(ctx context.Context, n, warm int, tmp, bin, self, upstream string
 	if err != nil {
 		return err
 	}
-	pc := exec.Command(bin, append([]string{"mcp", "--mcp-config", cfgPath, "--data-dir", filepath.Join(dir, "data"), "--workspace", filepath.Join(dir, "ws")}, extra...)...)
-	proxy, err := connect(ctx, pc, "fx__echo")
-	if err != nil {
-		return fmt.Errorf("aibuddy mcp: %w", err)
+	sides := []side{{direct, "echo", dc}}
+	for k, b := range bins {
+		pc := exec.Command(b, append([]string{"mcp", "--mcp-config", cfgPath, "--data-dir", filepath.Join(dir, fmt.Sprint("data", k)), "--workspace", filepath.Join(dir, "ws")}, extra...)...)
+		proxy, err := connect(ctx, pc, "fx__echo")
+		if err != nil {
+			return fmt.Errorf("aibuddy mcp (%s): %w", b, err)
+		}
+		defer proxy.Close()
+		sides = append(sides, side{proxy, "fx__echo", pc})
 	}
-	defer proxy.Close()
-
-	call := func(i int) (map[string]any, map[string]any) {
-		a := map[string]any{"message": fmt.Sprintf("hello %d", i)}
-		return a, a
-	}
-	d, p, err := measure(ctx, n, warm, side{direct, "echo", dc}, side{proxy, "fx__echo", pc}, call)
+	call := func(i int) map[string]any { return map[string]any{"message": fmt.Sprintf("hello %d", i)} }
+	got, err := measure(ctx, n, warm, sides, call)
 	if err != nil {
 		return err
 	}
-	report(fmt.Sprintf("echo (%s upstream): direct server vs aibuddy mcp --mcp-config", upstream), n, d, p)
+	report(fmt.Sprintf("echo (%s upstream): direct server vs aibuddy mcp --mcp-config", upstream), n, got)
 	return nil
 }
 
-func benchBuiltin(ctx context.Context, n, warm int, tmp, bin, self string) error {
+func benchBuiltin(ctx context.Context, n, warm int, tmp string, bins []string, self string) error {
 	dir := filepath.Join(tmp, "builtin")
 	ws := filepath.Join(dir, "ws")
 	if err := os.MkdirAll(ws, 0o700); err != nil {
@@ -213,21 +225,22 @@ func benchBuiltin(ctx context.Context, n, warm int, tmp, bin, self string) error
 	if err != nil {
 		return err
 	}
-	pc := exec.Command(bin, append([]string{"mcp", "--data-dir", filepath.Join(dir, "data"), "--workspace", ws}, extra...)...)
-	proxy, err := connect(ctx, pc, "ls")
-	if err != nil {
-		return fmt.Errorf("aibuddy mcp: %w", err)
+	sides := []side{{direct, "ls", dc}}
+	for k, b := range bins {
+		pc := exec.Command(b, append([]string{"mcp", "--data-dir", filepath.Join(dir, fmt.Sprint("data", k)), "--workspace", ws}, extra...)...)
+		proxy, err := connect(ctx, pc, "ls")
+		if err != nil {
+			return fmt.Errorf("aibuddy mcp (%s): %w", b, err)
+		}
+		defer proxy.Close()
+		sides = append(sides, side{proxy, "ls", pc})
 	}
-	defer proxy.Close()
-	call := func(i int) (map[string]any, map[string]any) {
-		a := map[string]any{"path": "."}
-		return a, a
-	}
-	d, p, err := measure(ctx, n, warm, side{direct, "ls", dc}, side{proxy, "ls", pc}, call)
+	call := func(i int) map[string]any { return map[string]any{"path": "."} }
+	got, err := measure(ctx, n, warm, sides, call)
 	if err != nil {
 		return err
 	}
-	report("builtin ls: the same gateway without records vs aibuddy mcp", n, d, p)
+	report("builtin ls: the same gateway without records vs aibuddy mcp", n, got)
 	return nil
 }
 
@@ -274,12 +287,12 @@ type sample struct {
 	cpu time.Duration
 }
 
-// measure calls both sessions alternately (warm untimed, then n timed
-// each) and returns the latencies; every pair of results must hold the
-// same content.
-func measure(ctx context.Context, n, warm int, direct, proxy side,
-	args func(i int) (map[string]any, map[string]any)) (sample, sample, error) {
-	var d, p sample
+// measure calls every session in turn (warm untimed, then n timed each;
+// the side that goes first rotates) and returns the latencies of each;
+// every call's results must hold the same content on all sides.
+func measure(ctx context.Context, n, warm int, sides []side,
+	args func(i int) map[string]any) ([]sample, error) {
+	out := make([]sample, len(sides))
 	one := func(sd side, a map[string]any) (string, time.Duration, error) {
 		t0 := time.Now()
 		res, err := sd.s.CallTool(ctx, &mcp.CallToolParams{Name: sd.tool, Arguments: a})
@@ -292,38 +305,40 @@ func measure(ctx context.Context, n, warm int, direct, proxy side,
 		}
 		return text(res), el, nil
 	}
-	var dcpu, pcpu time.Duration
+	cpu := make([]time.Duration, len(sides))
+	texts := make([]string, len(sides))
+	lats := make([]time.Duration, len(sides))
 	for i := range warm + n {
 		if i == warm {
-			dcpu, pcpu = cpuTime(direct.cmd), cpuTime(proxy.cmd)
-		}
-		da, pa := args(i)
-		// Alternate which side goes first, so neither always runs on a
-		// cache the other warmed.
-		var dt, pt string
-		var de, pe time.Duration
-		var err error
-		if i%2 == 0 {
-			if dt, de, err = one(direct, da); err == nil {
-				pt, pe, err = one(proxy, pa)
-			}
-		} else {
-			if pt, pe, err = one(proxy, pa); err == nil {
-				dt, de, err = one(direct, da)
+			for j, sd := range sides {
+				cpu[j] = cpuTime(sd.cmd)
 			}
 		}
-		if err != nil {
-			return d, p, fmt.Errorf("call %d: %w", i, err)
+		a := args(i)
+		// Rotate which side goes first, so none always runs on a cache
+		// another warmed.
+		for k := range sides {
+			j := (i + k) % len(sides)
+			var err error
+			if texts[j], lats[j], err = one(sides[j], a); err != nil {
+				return nil, fmt.Errorf("call %d (side %d): %w", i, j, err)
+			}
 		}
-		if dt != pt {
-			return d, p, fmt.Errorf("call %d: results differ:\ndirect: %q\nproxy:  %q", i, dt, pt)
+		for j := 1; j < len(sides); j++ {
+			if texts[j] != texts[0] {
+				return nil, fmt.Errorf("call %d: results differ:\ndirect: %q\nside %d: %q", i, texts[0], j, texts[j])
+			}
 		}
 		if i >= warm {
-			d.lat, p.lat = append(d.lat, de), append(p.lat, pe)
+			for j := range sides {
+				out[j].lat = append(out[j].lat, lats[j])
+			}
 		}
 	}
-	d.cpu, p.cpu = since(dcpu, cpuTime(direct.cmd)), since(pcpu, cpuTime(proxy.cmd))
-	return d, p, nil
+	for j, sd := range sides {
+		out[j].cpu = since(cpu[j], cpuTime(sd.cmd))
+	}
+	return out, nil
 }
 
 func since(a, b time.Duration) time.Duration {
@@ -384,28 +399,37 @@ func quantile(ds []time.Duration, q float64) time.Duration {
 
 func us(d time.Duration) string { return fmt.Sprintf("%.0f µs", float64(d)/float64(time.Microsecond)) }
 
-func report(title string, n int, d, p sample) {
-	dm, pm := quantile(d.lat, 0.5), quantile(p.lat, 0.5)
-	d99, p99 := quantile(d.lat, 0.99), quantile(p.lat, 0.99)
+func report(title string, n int, got []sample) {
+	d := got[0]
+	dm, d99 := quantile(d.lat, 0.5), quantile(d.lat, 0.99)
 	cpu := func(c time.Duration) string {
 		if c < 0 {
 			return "?"
 		}
 		return us(c / time.Duration(n))
 	}
+	names := []string{"direct", "aibuddy", "against"}
 	fmt.Printf("%s, %d calls each, results equal\n", title, n)
-	fmt.Printf("  %-8s median %9s  p99 %9s  server CPU/call %8s\n", "direct", us(dm), us(d99), cpu(d.cpu))
-	fmt.Printf("  %-8s median %9s  p99 %9s  server CPU/call %8s\n", "aibuddy", us(pm), us(p99), cpu(p.cpu))
-	fmt.Printf("  added    median %9s  p99 %9s  ratio %.2f (median)\n", us(pm-dm), us(p99-d99), float64(pm)/float64(dm))
-	own := "?"
-	if d.cpu >= 0 && p.cpu >= 0 {
-		own = us((p.cpu - d.cpu) / time.Duration(n))
+	fmt.Printf("  %-8s median %9s  p99 %9s  server CPU/call %8s\n", names[0], us(dm), us(d99), cpu(d.cpu))
+	for j, p := range got[1:] {
+		pm, p99 := quantile(p.lat, 0.5), quantile(p.lat, 0.99)
+		own := "?"
+		if d.cpu >= 0 && p.cpu >= 0 {
+			own = us((p.cpu - d.cpu) / time.Duration(n))
+		}
+		fmt.Printf("  %-8s median %9s  p99 %9s  server CPU/call %8s | added median %9s  p99 %9s  CPU %8s  ratio %.2f\n",
+			names[j+1], us(pm), us(p99), cpu(p.cpu), us(pm-dm), us(p99-d99), own, float64(pm)/float64(dm))
 	}
+	pm := quantile(got[1].lat, 0.5)
 	verdict := "met"
 	if pm-dm > goalAdded {
 		verdict = "NOT met"
 	}
-	fmt.Printf("  goal (issue 10): at most %s added per call: %s (added median %s; server CPU/call added %s)\n", us(goalAdded), verdict, us(pm-dm), own)
+	fmt.Printf("  goal (issue 10): at most %s added per call: %s (aibuddy added median %s)\n", us(goalAdded), verdict, us(pm-dm))
+	if len(got) > 2 {
+		am := quantile(got[2].lat, 0.5)
+		fmt.Printf("  aibuddy vs against: added median %s vs %s\n", us(pm-dm), us(am-dm))
+	}
 }
 
 // goalAdded is issue 10's goal for aibuddy's own time per call through

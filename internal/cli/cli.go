@@ -661,7 +661,7 @@ func BuiltinRegistry(cfg *config.Config, dataDir string, cat *skills.Catalog) *r
 // killed before its result is handed back; "full" also survives power
 // loss, at one fsync per commit).
 func StoreOptions(cfg *config.Config) *sqlitestore.Options {
-	o := &sqlitestore.Options{Sync: sqlitestore.SyncNormal, MaxBatch: cfg.Records.MaxBatch}
+	o := &sqlitestore.Options{Sync: sqlitestore.SyncNormal, MaxBatch: cfg.Records.MaxBatch, RunningDelay: cfg.Records.RunningDelay.D()}
 	if cfg.Records.Sync == "full" {
 		o.Sync = sqlitestore.SyncFull
 	}

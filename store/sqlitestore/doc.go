@@ -39,7 +39,11 @@
 // only once the transaction holding it has committed. Every transaction is
 // BEGIN IMMEDIATE, so two processes on one file queue on SQLite's write
 // lock through busy_timeout rather than failing when a read transaction
-// tries to upgrade. Reads use a separate pool of read-only
+// tries to upgrade. A call's running record given to [Store.PutDeferred]
+// (a read-only tool's) is queued without a commit of its own: it goes with
+// the next commit, or its timer's at [Options.RunningDelay], and the
+// call's final Put while it is still queued replaces it, so a short call
+// commits once. Reads use a separate pool of read-only
 // connections ([Options.Readers]) and see the last committed state of both
 // processes.
 //

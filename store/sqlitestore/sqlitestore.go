@@ -68,9 +68,22 @@ type Options struct {
 	// go together into the next one, one sync for all. Count. Default
 	// (0): 64.
 	MaxBatch int
+	// RunningDelay bounds how long a running record given to
+	// [Store.PutDeferred] may wait uncommitted: a call that ends sooner
+	// commits once, its running record replaced by the final one in the
+	// same write; a call that runs longer has its running record
+	// committed (visible to other processes, marked interrupted if the
+	// process dies) at this delay. Any other commit meanwhile takes it
+	// along. Duration. Default (0): DefaultRunningDelay. Negative: no
+	// deferral (PutDeferred is Put).
+	RunningDelay time.Duration
 	// Now is the clock of InterruptedAt. Default time.Now.
 	Now func() time.Time
 }
+
+// DefaultRunningDelay is Options.RunningDelay when unset (setting
+// records.runningDelay).
+const DefaultRunningDelay = 50 * time.Millisecond
 
 const (
 	defaultBusyTimeout = 10 * time.Second
@@ -98,7 +111,10 @@ type Store struct {
 	queue   []*op
 	leading bool
 	closed  bool
-	full    bool // the write connection's synchronous level is FULL now (leader only)
+	pending map[string]*op // deferred writes queued, not yet claimed, by ToolCallID
+	// runningDelay is Options.RunningDelay (negative: no deferral).
+	runningDelay time.Duration
+	full         bool // the write connection's synchronous level is FULL now (leader only)
 
 	owner string   // this instance's owner id (owner.go)
 	lock  *os.File // its lock file, locked while the store is open
@@ -161,7 +177,10 @@ func Open(path string, opts *Options) (*Store, error) {
 	}
 	f.Close()
 
-	s := &Store{path: abs, sync: opts.Sync, maxBatch: maxBatch, owner: newOwner()}
+	s := &Store{path: abs, sync: opts.Sync, maxBatch: maxBatch, owner: newOwner(), runningDelay: opts.RunningDelay}
+	if s.runningDelay == 0 {
+		s.runningDelay = DefaultRunningDelay
+	}
 	now := opts.Now
 	if now == nil {
 		now = time.Now
@@ -285,35 +304,30 @@ func (s *Store) failID(op, id string, err error) error {
 // byte (nil stays nil); one record is at most about 1 GB (SQLite's
 // SQLITE_MAX_LENGTH).
 func (s *Store) Put(ctx context.Context, r *store.Record) error {
-	if r == nil {
-		return s.fail("put", errors.New("nil record"))
-	}
-	if r.ToolCallID == "" {
-		return s.fail("put", errors.New("empty ToolCallID"))
-	}
-	if r.TaskID == "" {
-		return s.failID("put", r.ToolCallID, errors.New("empty TaskID"))
-	}
-	if r.Seq < 0 {
-		return s.failID("put", r.ToolCallID, fmt.Errorf("negative Seq %d", r.Seq))
-	}
-	started, err := nanos(r.StartedAt)
+	started, ended, interrupted, err := s.check(r)
 	if err != nil {
-		return s.failID("put", r.ToolCallID, fmt.Errorf("StartedAt: %w", err))
+		return err
 	}
-	ended, err := nanos(r.EndedAt)
-	if err != nil {
-		return s.failID("put", r.ToolCallID, fmt.Errorf("EndedAt: %w", err))
-	}
-	interrupted, err := nanos(r.InterruptedAt)
-	if err != nil {
-		return s.failID("put", r.ToolCallID, fmt.Errorf("InterruptedAt: %w", err))
-	}
-
 	var seq int64
+	if r.Outcome != store.OutcomeRunning {
+		// The call's running record may still be queued (PutDeferred):
+		// this write takes its place, one INSERT of the final record.
+		taken, err := s.takeOver(r.ToolCallID, r.TaskID, false, func(ctx context.Context) error {
+			var err error
+			seq, err = s.put(ctx, r, started, ended, interrupted, true)
+			return err
+		})
+		if taken {
+			if err != nil {
+				return s.failID("put", r.ToolCallID, err)
+			}
+			r.Seq = seq
+			return nil
+		}
+	}
 	err = s.write(ctx, r.Outcome == store.OutcomeRunning, func(ctx context.Context) error {
 		var err error
-		seq, err = s.put(ctx, r, started, ended, interrupted)
+		seq, err = s.put(ctx, r, started, ended, interrupted, false)
 		return err
 	})
 	if err != nil {
@@ -323,18 +337,82 @@ func (s *Store) Put(ctx context.Context, r *store.Record) error {
 	return nil
 }
 
+// PutDeferred implements [store.Deferrer]: r, a call's running record
+// (Outcome running; any other record is simply Put), is queued and
+// PutDeferred returns without waiting for a commit. The record is
+// committed with the next commit of this store (of any write), or when
+// Options.RunningDelay has passed, whichever comes first; the call's
+// final Put before then replaces it in the queue, so the call commits
+// once. r.Seq is not set (the Seq is assigned at the commit, in the
+// order the records were given). Until committed the record is not
+// visible, nor kept if the process dies: use it only for a call whose
+// result has not been handed back and whose effects, should it be
+// killed, need no record (a read-only tool). Errors: the checks of Put
+// (nothing queued), or the store is closed. A failure of the deferred
+// commit itself is not reported (the final Put then writes the whole
+// record).
+func (s *Store) PutDeferred(ctx context.Context, r *store.Record) error {
+	if r == nil || r.Outcome != store.OutcomeRunning || s.runningDelay < 0 {
+		return s.Put(ctx, r)
+	}
+	started, ended, interrupted, err := s.check(r)
+	if err != nil {
+		return err
+	}
+	rec := *r // the caller may reuse r once we return
+	queued, err := s.writeDeferred(rec.ToolCallID, rec.TaskID, s.runningDelay, func(ctx context.Context) error {
+		_, err := s.put(ctx, &rec, started, ended, interrupted, false)
+		return err
+	})
+	if err != nil {
+		return s.failID("put", r.ToolCallID, err)
+	}
+	if !queued {
+		return s.Put(ctx, r)
+	}
+	return nil
+}
+
+// check validates r for Put and returns its times as stored.
+func (s *Store) check(r *store.Record) (started, ended, interrupted any, err error) {
+	if r == nil {
+		return nil, nil, nil, s.fail("put", errors.New("nil record"))
+	}
+	if r.ToolCallID == "" {
+		return nil, nil, nil, s.fail("put", errors.New("empty ToolCallID"))
+	}
+	if r.TaskID == "" {
+		return nil, nil, nil, s.failID("put", r.ToolCallID, errors.New("empty TaskID"))
+	}
+	if r.Seq < 0 {
+		return nil, nil, nil, s.failID("put", r.ToolCallID, fmt.Errorf("negative Seq %d", r.Seq))
+	}
+	if started, err = nanos(r.StartedAt); err != nil {
+		return nil, nil, nil, s.failID("put", r.ToolCallID, fmt.Errorf("StartedAt: %w", err))
+	}
+	if ended, err = nanos(r.EndedAt); err != nil {
+		return nil, nil, nil, s.failID("put", r.ToolCallID, fmt.Errorf("EndedAt: %w", err))
+	}
+	if interrupted, err = nanos(r.InterruptedAt); err != nil {
+		return nil, nil, nil, s.failID("put", r.ToolCallID, fmt.Errorf("InterruptedAt: %w", err))
+	}
+	return started, ended, interrupted, nil
+}
+
 // put writes r inside the current transaction and returns its Seq. The two
 // Puts of a call take a short path each: a new record is one INSERT (its
 // Seq computed in it), a record finished in place one UPDATE, neither
 // touching an index; anything else (a replacement that changes task or
-// Seq, a new record with an id in use) takes the general path.
-func (s *Store) put(ctx context.Context, r *store.Record, started, ended, interrupted any) (int64, error) {
+// Seq, a new record with an id in use) takes the general path. fresh: r
+// is new whatever its Outcome (a final record taking over its deferred
+// running record), so it takes the INSERT path.
+func (s *Store) put(ctx context.Context, r *store.Record, started, ended, interrupted any, fresh bool) (int64, error) {
 	w := &s.ws
 	if _, err := w.touch.ExecContext(ctx, r.TaskID); err != nil {
 		return 0, err
 	}
 	var seq int64
-	if r.Outcome == store.OutcomeRunning {
+	if fresh || r.Outcome == store.OutcomeRunning {
 		err := w.insertCall.QueryRowContext(ctx, r.ToolCallID, r.TaskID, r.Seq, r.Tool, blob(r.Model),
 			r.Stage, string(r.Outcome), started, ended, string(r.Compaction), r.Pointer, interrupted, s.owner, r.ProviderCallID).Scan(&seq)
 		if err == nil {
@@ -534,7 +612,15 @@ func (s *Store) Close() error {
 		return s.fail("close", errors.New("already closed"))
 	}
 	s.closed = true
-	for s.leading {
+	for s.leading || len(s.queue) > 0 {
+		if !s.leading {
+			// Only deferred writes are left: commit them before closing.
+			s.leading = true
+			s.wmu.Unlock()
+			s.leadBatch()
+			s.wmu.Lock()
+			continue
+		}
 		s.idle.Wait()
 	}
 	s.wmu.Unlock()

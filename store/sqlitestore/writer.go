@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 )
 
 // Group commit. Each write is queued under wmu. A caller that finds no
@@ -18,6 +19,14 @@ import (
 // uncontended write runs on its caller's goroutine (no hand-off), and
 // writes that arrive while a commit syncs share the next commit and its
 // sync.
+//
+// Deferred writes (PutDeferred: a call's running record) are queued
+// without leading: they ride with the next commit of any write, at their
+// place in the queue (so a record's Seq still follows the calls' start
+// order), or are committed by their timer once Options.RunningDelay has
+// passed. The call's final Put, when its running record is still queued,
+// takes that queued write over: one INSERT of the final record, one
+// commit for the whole call.
 
 // op is one queued write. Its fields other than done's result are
 // guarded by Store.wmu.
@@ -31,6 +40,12 @@ type op struct {
 	lead    chan struct{} // closed when this op's caller is to lead
 	claimed bool          // taken into a batch
 	led     bool          // lead was closed
+
+	// deferred: queued by PutDeferred; no caller waits on lead or done.
+	deferred bool
+	due      bool        // a deferred op whose timer fired: commit it now
+	id, task string      // a deferred op's record
+	timer    *time.Timer // a deferred op's RunningDelay
 }
 
 var errClosed = errors.New("store is closed")
@@ -93,6 +108,12 @@ func (s *Store) leadBatch() {
 	s.queue = append(s.queue[:0], s.queue[n:]...)
 	for _, o := range batch {
 		o.claimed = true
+		if o.deferred {
+			o.timer.Stop()
+			if s.pending[o.id] == o {
+				delete(s.pending, o.id)
+			}
+		}
 	}
 	s.wmu.Unlock()
 
@@ -102,15 +123,99 @@ func (s *Store) leadBatch() {
 	s.full = s.commit(batch, s.full)
 
 	s.wmu.Lock()
-	if len(s.queue) > 0 {
-		next := s.queue[0]
-		next.led = true
-		close(next.lead)
-	} else {
-		s.leading = false
-		s.idle.Broadcast()
+	// The lead goes to the oldest write whose caller waits; deferred
+	// writes left in the queue wait for the next commit or their timer,
+	// unless a timer already fired (then a new leader commits them now).
+	due := false
+	for _, o := range s.queue {
+		if !o.deferred {
+			o.led = true
+			close(o.lead)
+			s.wmu.Unlock()
+			return
+		}
+		due = due || o.due
+	}
+	if due {
+		s.wmu.Unlock()
+		go s.leadBatch()
+		return
+	}
+	s.leading = false
+	s.idle.Broadcast()
+	s.wmu.Unlock()
+}
+
+// fire is a deferred op's timer: commit it now, unless a commit took it.
+func (s *Store) fire(o *op) {
+	s.wmu.Lock()
+	if o.claimed || !o.deferred || s.closed {
+		s.wmu.Unlock()
+		return
+	}
+	o.due = true
+	if s.leading {
+		s.wmu.Unlock() // the leader's hand-off sees it due
+		return
+	}
+	s.leading = true
+	s.wmu.Unlock()
+	s.leadBatch()
+}
+
+// writeDeferred queues fn, the write of record id of task, to be committed
+// with the next commit or after delay at the latest, and returns at once.
+// It reports false (nothing queued) when a deferred write of id is
+// already queued.
+func (s *Store) writeDeferred(id, task string, delay time.Duration, fn func(ctx context.Context) error) (bool, error) {
+	o := &op{lazy: true, deferred: true, id: id, task: task, fn: fn, done: make(chan struct{}), lead: make(chan struct{})}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if s.closed {
+		return false, errClosed
+	}
+	if _, dup := s.pending[id]; dup {
+		return false, nil
+	}
+	if s.pending == nil {
+		s.pending = map[string]*op{}
+	}
+	s.pending[id] = o
+	s.queue = append(s.queue, o)
+	o.timer = time.AfterFunc(delay, func() { s.fire(o) })
+	return true, nil
+}
+
+// takeOver makes the deferred write of record id of task, when it is
+// still queued, run fn instead (lazy: whether fn needs no sync), commits
+// it and returns its outcome; taken is false when there is no such write
+// (the caller writes as usual).
+func (s *Store) takeOver(id, task string, lazy bool, fn func(ctx context.Context) error) (taken bool, err error) {
+	s.wmu.Lock()
+	o := s.pending[id]
+	if o == nil || o.claimed || o.task != task || s.closed {
+		s.wmu.Unlock()
+		return false, nil
+	}
+	delete(s.pending, id)
+	o.timer.Stop()
+	o.deferred, o.due, o.lazy, o.fn = false, false, lazy, fn
+	if !s.leading {
+		s.leading = true
+		s.wmu.Unlock()
+		s.leadBatch()
+		<-o.done
+		return true, o.err
 	}
 	s.wmu.Unlock()
+	select {
+	case <-o.done:
+		return true, o.err
+	case <-o.lead:
+	}
+	s.leadBatch()
+	<-o.done
+	return true, o.err
 }
 
 // commit runs one batch in one transaction and answers each op. full is
