@@ -33,7 +33,7 @@ func sweepMarked(marker string, pgid int) int {
 			if err != nil {
 				continue
 			}
-			if (bytes.HasPrefix(env, want) || bytes.Contains(env, append([]byte{0}, want...))) && procGroup(pid) != pgid {
+			if hasEntry(env, want) && procGroup(pid) != pgid {
 				if syscall.Kill(pid, syscall.SIGKILL) == nil {
 					seen[pid] = true
 					n++
@@ -71,12 +71,17 @@ func markedAlive(marker string, pgid int) bool {
 		if g == pgid {
 			return true
 		}
-		if env, err := os.ReadFile("/proc/" + e.Name() + "/environ"); err == nil &&
-			(bytes.HasPrefix(env, want) || bytes.Contains(env, append([]byte{0}, want...))) {
+		if env, err := os.ReadFile("/proc/" + e.Name() + "/environ"); err == nil && hasEntry(env, want) {
 			return true
 		}
 	}
 	return false
+}
+
+// hasEntry reports whether a /proc/<pid>/environ block (NUL-separated
+// entries) holds the entry want, given with its terminating NUL.
+func hasEntry(env, want []byte) bool {
+	return bytes.HasPrefix(env, want) || bytes.Contains(env, append([]byte{0}, want...))
 }
 
 // procGroup returns the process group of pid from /proc/<pid>/stat (the
